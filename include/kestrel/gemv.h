@@ -1,0 +1,37 @@
+// NVFP4 batched GEMV (the decode step: weights x one token):
+//   c[l][m] = a.global_scale * b.global_scale * sum_k A[l][m][k] * B[l][0][k]
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "kestrel/nvfp4.h"
+
+namespace kestrel {
+
+// One point of the GEMV kernel's configuration space (for tuning).
+struct GemvConfig {
+  int row_tiles = 2;  // 16-row tiles per CTA: 1, 2, 4 or 8
+  int warps = 8;      // warps per CTA (a multiple of row_tiles): 4, 8 or 16
+  int cluster = 1;    // CTAs of a cluster splitting K: 1, 2, 4 or 8
+  int depth = 2;      // groups of 128 K values in flight per lane: 1, 2 or 4
+
+  std::string describe() const;  // "rt2 w8 c1 d2"
+};
+
+// Every configuration the kernel accepts, for `kestrel tune`.
+std::vector<GemvConfig> gemv_config_space();
+// The heuristic pick for a shape on a GPU with `sm_count` SMs.
+GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count);
+
+// a: L x M x K NVFP4 (any row/batch stride that keeps rows 8-byte aligned;
+//    16-byte aligned rows take the fastest path).
+// b: L x rows_b x K NVFP4 (rows_b >= 1, row 0 of each batch is the vector).
+// c: fp16 or bf16, [L][M] (or [M] when L = 1), any row stride.
+// K: a multiple of 16, at most 65536. Scales: linear or blocked, per operand.
+// config: nullptr for the heuristic.
+Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                  cudaStream_t stream, const GemvConfig* config = nullptr);
+
+}  // namespace kestrel

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One call on a fresh H100/H200 machine: build, run every GPU test (also under
+# compute-sanitizer memcheck and racecheck on small shapes), calibrate, run the
+# seed benchmark suite, and print a compact table last.
+#   scripts/gpu_check.sh [--quick] [--no-sanitizer] [--no-bench] [--suite NAME]
+# Logs and results go to $OUT (default build/gpu-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-out}
+mkdir -p "$OUT"
+SUITE=seeds SANITIZE=1 BENCH=1 TESTS=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-sanitizer) SANITIZE=0 ;;
+    --no-bench) BENCH=0 ;;
+    --no-tests) TESTS=0 ;;
+    --suite) SUITE=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+export KESTREL_CACHE_DIR=${KESTREL_CACHE_DIR:-$PWD/build/kernel-cache}
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+t0=$SECONDS
+if cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+   cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1; then
+  note "build: ok ($((SECONDS - t0)) s)"
+else
+  note "build: FAILED (see build.log)"; tail -30 "$OUT/build.log"
+fi
+
+if [ "$TESTS" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
+  t0=$SECONDS
+  build/kestrel_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1
+  rc=$?
+  note "gpu tests: $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran' "$OUT/gpu_tests.log" | tr '\n' ' ') rc=$rc ($((SECONDS - t0)) s)"
+  [ $rc = 0 ] || grep -E "Failure|FAILED|error" "$OUT/gpu_tests.log" | head -40
+  build/kestrel_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1
+  note "cpu tests on the GPU machine: rc=$? $(grep -E '^\[  PASSED' "$OUT/cpu_tests.log")"
+fi
+
+if [ "$SANITIZE" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
+  # Small shapes only: the sanitizers slow kernels down 10-100x.
+  small='*Args*:*Golden*:Shapes/Nvfp4CodecGpu.*/[0-9]:Shapes/GemvGpu.*/case1[0-9]:Shapes/GemvGpu.*/case3[0-9]'
+  for tool in memcheck racecheck; do
+    t0=$SECONDS
+    compute-sanitizer --tool "$tool" --error-exitcode 9 build/kestrel_gpu_tests \
+      --gtest_filter="$small" --gtest_brief=1 >"$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?
+    note "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1) ($((SECONDS - t0)) s)"
+  done
+fi
+
+if [ "$BENCH" = 1 ] && [ -x build/kestrel ]; then
+  build/kestrel info | tee "$OUT/info.txt"
+  build/kestrel calibrate | tee "$OUT/calibrate.txt"
+  t0=$SECONDS
+  build/kestrel bench --suite "$SUITE" --json "$OUT/bench.json" --markdown "$OUT/bench.md" \
+    >"$OUT/bench.log" 2>&1
+  note "bench $SUITE: rc=$? ($((SECONDS - t0)) s)"
+fi
+
+echo
+echo "================ summary ================"
+printf '%s\n' "${summary[@]}"
+[ -f "$OUT/calibrate.txt" ] && cat "$OUT/calibrate.txt"
+[ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"

@@ -1,0 +1,35 @@
+// Loads compiled kernels (cudaLibrary, no libcuda link) and launches them with
+// cluster dimensions and dynamic shared memory.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include "kestrel/status.h"
+#include "runtime/kernel_spec.h"
+
+namespace kestrel::rt {
+
+struct LaunchShape {
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  dim3 cluster{1, 1, 1};
+  size_t smem_bytes = 0;
+};
+
+// A loaded kernel for the current device's architecture (compiled on first use,
+// then cached in memory and on disk).
+class Kernel {
+ public:
+  static Status get(const KernelSpec& spec, Kernel* out);
+  Status launch(const LaunchShape& shape, cudaStream_t stream, void** args) const;
+  template <typename... Args>
+  Status operator()(const LaunchShape& shape, cudaStream_t stream, Args... args) const {
+    void* ptrs[] = {static_cast<void*>(&args)..., nullptr};
+    return launch(shape, stream, ptrs);
+  }
+  cudaKernel_t handle() const { return handle_; }
+
+ private:
+  cudaKernel_t handle_ = nullptr;
+};
+
+}  // namespace kestrel::rt
