@@ -49,6 +49,7 @@ std::vector<std::string> nvrtc_options(const KernelSpec& spec, const std::string
       "--gpu-architecture=" + arch, "-std=c++17", "-default-device", "-lineinfo",
       "--device-as-default-execution-space", "-I" + cuda_include_dir(),
       "-I" + cuda_include_dir() + "/cccl", "-DKESTREL_NVRTC=1"};
+  if (std::getenv("KESTREL_PTXAS_VERBOSE")) opts.push_back("-Xptxas=-v");
   opts.insert(opts.end(), spec.options.begin(), spec.options.end());
   return opts;
 }
@@ -128,6 +129,7 @@ Status nvrtc_compile(const KernelSpec& spec, const std::string& arch, CompiledKe
   const char* lowered = nullptr;
   NVRTC_RETURN(nvrtcGetLoweredName(prog, spec.entry.c_str(), &lowered));
   out->lowered_name = lowered;
+  out->log = log_size > 1 ? log.substr(0, log_size - 1) : std::string();
   size_t cubin_size = 0;
   NVRTC_RETURN(nvrtcGetCUBINSize(prog, &cubin_size));
   out->cubin.assign(cubin_size, '\0');

@@ -11,6 +11,7 @@ struct CompiledKernel {
   std::string cubin;
   std::string lowered_name;  // mangled entry point inside the cubin
   bool from_cache = false;
+  std::string log;  // NVRTC/ptxas messages of a fresh compile (warnings, resource use)
 };
 
 // arch: "sm_90a", "sm_89", ... Needs no GPU. Compile errors carry NVRTC's log.

@@ -1,0 +1,35 @@
+// NVFP4 GEMM on Hopper tensor cores:
+//   C[l][m][n] = a.global_scale * b.global_scale * sum_k A[l][m][k] * B[l][n][k]
+// A: activations (M x K), B: weights (N x K), both NVFP4 (K-major).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "kestrel/nvfp4.h"
+
+namespace kestrel {
+
+// One point of the GEMM kernel's configuration space.
+struct GemmConfig {
+  int block_n = 128;  // tokens (rows of A) per CTA tile: 8..256, one of gemm_block_n_choices()
+  int stages = 4;     // shared-memory pipeline depth
+  int split_k = 1;    // CTAs of a cluster splitting K: 1, 2, 4 or 8
+
+  std::string describe() const;  // "bn128 s4 k1"
+};
+
+const std::vector<int>& gemm_block_n_choices();
+std::vector<GemmConfig> gemm_config_space();
+GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count);
+
+// a: L x M x K NVFP4 (activations); b: L x N x K NVFP4 (weights, rows 16-byte
+// aligned); c: fp16 or bf16 [L][M][N] (or [M][N] when L = 1), any row stride.
+// K: a multiple of 64. M = 1 runs the GEMV kernel.
+// Runs a small pre-pass that expands A to fp16 in a stream-ordered scratch
+// allocation (cudaMallocAsync on `stream`).
+Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                  cudaStream_t stream, const GemmConfig* config = nullptr);
+
+}  // namespace kestrel

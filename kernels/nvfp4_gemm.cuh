@@ -1,0 +1,274 @@
+// NVFP4 GEMM on Hopper tensor cores, swap-AB: the weights W (N x K, the large
+// operand) are the wgmma M side, the tokens (M of the user's problem) the
+// wgmma N side, so a token count of 8..256 costs no padding.
+//
+//   C[l][m][n] = alpha * sum_k X[l][m][k] * W[l][n][k]    (computed as W . X^T)
+//
+// Stages (ThunderKittens-style roles):
+//  - producer warp: TMA loads of the packed FP4 weight tile (BM rows x 64
+//    bytes) and of the fp16 activation tile (BN tokens x 128, 128-byte
+//    swizzled, prepared by kernels/nvfp4_act_prepass.cuh) into a STAGES-deep
+//    mbarrier ring;
+//  - two consumer warpgroups, 64 weight rows each: every lane reads 16 bytes
+//    of two rows from shared memory, decodes them to fp16 by bit placement and
+//    scales them by the e4m3 block scale (exact), and issues wgmma with the
+//    weights as the register A operand. Decoding stage i+1 overlaps the
+//    asynchronous wgmmas of stage i (double-buffered A registers);
+//  - epilogue: alpha * acc to fp16/bf16; with SPLIT > 1 the CTAs of a cluster
+//    split K and the leader adds the others' accumulators in rank order
+//    through distributed shared memory (deterministic, no workspace).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include "common/fp4_decode.cuh"
+#include "common/tma_pipeline.cuh"
+#include "common/wgmma.cuh"
+
+namespace kestrel {
+
+// Opaque 128-byte CUtensorMap (built on the host by cuTensorMapEncodeTiled).
+struct alignas(64) TmaMap {
+  unsigned char bytes[128];
+};
+
+struct GemmParams {
+  const uint8_t* sw;  // weight scales: linear [L][N][K/16] (strided) or blocked
+  long long sw_batch, sw_row;
+  void* c;  // [L][M][N] fp16/bf16
+  long long c_batch, c_row;
+  int m, n, k;
+  float alpha;  // global scales * 2^28 (both operands carry the decode's 2^-14)
+};
+
+namespace gemm {
+
+constexpr int kBM = 128;            // weight rows per CTA (2 consumer warpgroups x 64)
+constexpr int kBK = 128;            // K values per stage
+constexpr int kWStageBytes = kBM * kBK / 2;
+
+template <int BN>
+struct Smem {
+  static constexpr int kXAtomBytes = BN * 128;  // BN rows x 64 fp16, 128-byte swizzle
+  static constexpr int kXStageBytes = 2 * kXAtomBytes;
+  static constexpr int kStageBytes = kWStageBytes + kXStageBytes;
+};
+
+template <bool BLOCKED>
+__device__ __forceinline__ long long scale_off(const GemmParams& p, int l, int row, int kb) {
+  const int kblocks = p.k / 16;
+  if constexpr (BLOCKED) {
+    const long long rest_k = (kblocks + 3) / 4, rest_mn = (p.n + 127) / 128;
+    return (long long)l * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kb / 4) * 512 +
+           (row % 32) * 16 + ((row % 128) / 32) * 4 + kb % 4;
+  } else {
+    return l * p.sw_batch + row * p.sw_row + kb;
+  }
+}
+
+__device__ __forceinline__ uint32_t e4m3_splat_half2(uint32_t code) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code | (code << 8)), __NV_E4M3);
+  return uint32_t(h.x) | (uint32_t(h.y) << 16);
+}
+
+__device__ __forceinline__ uint32_t hmul2_u32(uint32_t a, uint32_t b) {
+  const __half2 r =
+      __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
+// One lane's weight operand for one stage: 8 k16 steps x (a0a1, a2a3, a4a5,
+// a6a7) = rows g and g+8, pairs 2j and 2j+1.
+struct WFrag {
+  uint32_t a[8][4];
+};
+
+// The four e4m3 scale codes a lane needs per stage: (row g | row g+8) x
+// (block 2t | 2t+1) of the stage's eight 16-value blocks.
+struct WScales {
+  uint32_t code[4];
+};
+
+__device__ __forceinline__ void decode_stage(const uint8_t* w_stage, int row_g, int t,
+                                             const WScales& sc, WFrag& f) {
+  const uint4 r0 = *reinterpret_cast<const uint4*>(w_stage + row_g * 64 + t * 16);
+  const uint4 r1 = *reinterpret_cast<const uint4*>(w_stage + (row_g + 8) * 64 + t * 16);
+  const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
+  const uint32_t s0[2] = {e4m3_splat_half2(sc.code[0]), e4m3_splat_half2(sc.code[1])};
+  const uint32_t s1[2] = {e4m3_splat_half2(sc.code[2]), e4m3_splat_half2(sc.code[3])};
+#pragma unroll
+  for (int wi = 0; wi < 4; ++wi) {
+    uint32_t h0[4], h1[4];
+    decode_fp4x8(w0[wi], h0);
+    decode_fp4x8(w1[wi], h1);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int pair = wi * 4 + q, j = pair / 2, e = pair % 2;
+      f.a[j][2 * e] = hmul2_u32(h0[q], s0[wi / 2]);
+      f.a[j][2 * e + 1] = hmul2_u32(h1[q], s1[wi / 2]);
+    }
+  }
+}
+
+}  // namespace gemm
+
+template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED>
+__global__ void __launch_bounds__(384, 1)
+    nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_x,
+                      const __grid_constant__ GemmParams p) {
+  using namespace gemm;
+  using S = Smem<BN>;
+  static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
+  constexpr int kAcc = BN / 2;
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  // 1024-byte alignment for the swizzled activation atoms.
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* x_smem = smem;                              // [STAGES][2 atoms][BN][128 B]
+  uint8_t* w_smem = smem + STAGES * S::kXStageBytes;   // [STAGES][BM][64 B]
+  uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStageBytes);
+  uint64_t* empty = full + STAGES;
+
+  const int tile_n = blockIdx.x / SPLIT;
+  const int crank = SPLIT > 1 ? int(ptx::cluster_ctarank()) : 0;
+  const int tile_m = blockIdx.y, l = blockIdx.z;
+  const int k_stages = (p.k + kBK - 1) / kBK;
+  const int kb_begin = int((long long)k_stages * crank / SPLIT);
+  const int kb_end = int((long long)k_stages * (crank + 1) / SPLIT);
+  const int n_iters = kb_end - kb_begin;
+  const int wg = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], 8);  // one arrival per consumer warp
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+
+  // Each role is one branch (setmaxnreg needs it): the accumulators live only
+  // in the consumer branch, epilogue included.
+  if (wg == 0) {
+    // ---- producer ----
+    ptx::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      ptx::prefetch_tma_map(&tmap_w);
+      ptx::prefetch_tma_map(&tmap_x);
+      for (int i = 0; i < n_iters; ++i) {
+        const int s = i % STAGES;
+        if (i >= STAGES) ptx::mbar_wait(&empty[s], ((i / STAGES) + 1) & 1);
+        const int kb = kb_begin + i;
+        ptx::mbar_arrive_expect_tx(&full[s], kWStageBytes + S::kXStageBytes);
+        ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
+                         tile_n * kBM, l);
+        uint8_t* xs = x_smem + s * S::kXStageBytes;
+        ptx::tma_load_3d(xs, &tmap_x, &full[s], kb * kBK, tile_m * BN, l);
+        ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[s], kb * kBK + 64, tile_m * BN, l);
+      }
+    }
+    if constexpr (SPLIT > 1) {  // the consumers' two cluster barriers
+      ptx::cluster_sync();
+      ptx::cluster_sync();
+    }
+  } else {
+    // ---- consumers ----
+    ptx::setmaxnreg_inc<232>();
+    const int cw = wg - 1;  // consumer warpgroup: weight rows 64 cw ..
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int row_local = cw * 64 + warp * 16 + g;  // row g of this lane in the CTA tile
+    const int row_g = tile_n * kBM + row_local, row_g8 = row_g + 8;
+    const int kblocks = p.k / 16;
+    float acc[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+
+    auto load_scales = [&](int kb, WScales& sc) {
+      const int b0 = kb * 8 + 2 * t, b1 = b0 + 1;
+      sc.code[0] = (row_g < p.n && b0 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g, b0)) : 0u;
+      sc.code[1] = (row_g < p.n && b1 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g, b1)) : 0u;
+      sc.code[2] = (row_g8 < p.n && b0 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g8, b0)) : 0u;
+      sc.code[3] = (row_g8 < p.n && b1 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g8, b1)) : 0u;
+    };
+    auto issue = [&](int i, const WFrag& f) {
+      const uint8_t* xs = x_smem + (i % STAGES) * S::kXStageBytes;
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        // k16 step j: atom j / 4, 32 bytes further per step inside the atom.
+        const uint64_t desc = ptx::smem_desc_sw128(xs + (j / 4) * S::kXAtomBytes) + (j % 4) * 2;
+        wgmma::RS<BN>::mma(acc, f.a[j], desc, 1);
+      }
+      ptx::wgmma_commit();
+    };
+    auto prepare = [&](int i, const WScales& sc, WFrag& f) {
+      ptx::mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
+      decode_stage(w_smem + (i % STAGES) * kWStageBytes, row_local, t, sc, f);
+    };
+    auto release = [&](int i) {
+      if (lane == 0) ptx::mbar_arrive(&empty[i % STAGES]);
+    };
+
+    // Double-buffered A fragments, unrolled by two so that both stay in
+    // registers: wgmma(i) reads frag[i % 2] while frag[(i + 1) % 2] is decoded.
+    WFrag fa, fb;
+    WScales sa, sb;
+    if (n_iters > 0) {
+      load_scales(kb_begin, sa);
+      if (n_iters > 1) load_scales(kb_begin + 1, sb);
+      prepare(0, sa, fa);
+    }
+    for (int i = 0; i < n_iters; i += 2) {
+      issue(i, fa);
+      if (i + 2 < n_iters) load_scales(kb_begin + i + 2, sa);
+      if (i + 1 < n_iters) prepare(i + 1, sb, fb);
+      ptx::wgmma_wait<0>();
+      ptx::fence_regs(acc);
+      release(i);
+      if (i + 1 >= n_iters) break;
+      issue(i + 1, fb);
+      if (i + 3 < n_iters) load_scales(kb_begin + i + 3, sb);
+      if (i + 2 < n_iters) prepare(i + 2, sa, fa);
+      ptx::wgmma_wait<0>();
+      ptx::fence_regs(acc);
+      release(i + 1);
+    }
+
+    // ---- split-K: the leader adds the other CTAs' accumulators in rank order ----
+    if constexpr (SPLIT > 1) {
+      static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
+      float* red = reinterpret_cast<float*>(smem);  // reuses the stage buffers: [kAcc][256]
+      const int ct = threadIdx.x - 128;
+      ptx::named_barrier(1, 256);  // both consumer warpgroups are done with the stages
+      if (crank != 0) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) red[i * 256 + ct] = acc[i];
+      }
+      ptx::cluster_sync();
+      if (crank == 0) {
+        for (int r = 1; r < SPLIT; ++r) {
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i)
+            acc[i] += ptx::ld_cluster_f32(ptx::map_shared_rank(ptx::smem_u32(red + i * 256 + ct), r));
+        }
+      }
+      ptx::cluster_sync();  // peers keep their shared memory until the leader is done
+      if (crank != 0) return;
+    }
+
+    // ---- epilogue: D[row][token] -> C[token][row] ----
+    OUT* c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = row_g + (e / 2) * 8, tok = tile_m * BN + i * 8 + 2 * t + (e % 2);
+        if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(acc[i * 4 + e] * p.alpha);
+      }
+    }
+  }
+}
+
+}  // namespace kestrel

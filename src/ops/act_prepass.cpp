@@ -1,0 +1,54 @@
+#include "ops/act_prepass.h"
+
+#include <string>
+
+#include "ops/validate.h"
+#include "runtime/launcher.h"
+
+namespace kestrel::ops {
+namespace {
+
+struct ActPrepassParams {  // mirrors kernels/nvfp4_act_prepass.cuh
+  const void* x;
+  long long x_batch, x_row;
+  const void* sx;
+  long long sx_batch, sx_row;
+  void* out;
+  int m, k, kp;
+};
+
+}  // namespace
+
+Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratch* out) {
+  const int64_t batches = a.batches(), m = a.rows(), k = a.k(), kp = prepass_kp(k);
+  KESTREL_RETURN_IF_ERROR(out->allocate(size_t(batches * m * kp * 2), stream));
+  const Shape3 xv = shape3(a.values);
+  ActPrepassParams p{};
+  p.x = a.values.data;
+  p.x_batch = xv.batch_stride;
+  p.x_row = xv.row_stride;
+  p.sx = a.scales.data;
+  if (a.layout == ScaleLayout::kLinear) {
+    const Shape3 s = shape3(a.scales);
+    p.sx_batch = s.batch_stride;
+    p.sx_row = s.row_stride;
+  }
+  p.out = out->get();
+  p.m = int(m);
+  p.k = int(k);
+  p.kp = int(kp);
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+      {"nvfp4_act_prepass.cuh",
+       std::string("kestrel::nvfp4_act_prepass_kernel<") +
+           (a.layout == ScaleLayout::kBlocked ? "true" : "false") + ">",
+       {}},
+      &kernel));
+  rt::LaunchShape shape;
+  const int64_t items = m * (kp / kPrepassBlockK);
+  shape.block = dim3(128);
+  shape.grid = dim3(unsigned((items + 127) / 128), unsigned(batches));
+  return kernel(shape, stream, p);
+}
+
+}  // namespace kestrel::ops

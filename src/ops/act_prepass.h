@@ -1,0 +1,20 @@
+// The NVFP4 GEMMs' activation pre-pass (kernels/nvfp4_act_prepass.cuh):
+// A -> fp16 [L][M][Kp] in the GEMM's K order, scales folded in.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kestrel/nvfp4.h"
+#include "runtime/scratch.h"
+
+namespace kestrel::ops {
+
+constexpr int64_t kPrepassBlockK = 128;
+
+inline int64_t prepass_kp(int64_t k) { return (k + kPrepassBlockK - 1) / kPrepassBlockK * kPrepassBlockK; }
+
+// `a` must already be validated. Allocates `out` on the stream.
+Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratch* out);
+
+}  // namespace kestrel::ops

@@ -1,0 +1,119 @@
+// Host side of the NVFP4 GEMM: validate, pre-pass the activations, build the
+// TMA maps, choose a configuration, launch kernels/nvfp4_gemm.cuh.
+#include "kestrel/gemm.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kestrel/gemv.h"
+#include "ops/act_prepass.h"
+#include "ops/gemm_common.h"
+#include "ops/validate.h"
+#include "runtime/cuda_check.h"
+#include "runtime/device.h"
+#include "runtime/launcher.h"
+#include "runtime/tma.h"
+
+namespace kestrel {
+namespace {
+
+struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
+  const void* sw;
+  long long sw_batch, sw_row;
+  void* c;
+  long long c_batch, c_row;
+  int m, n, k;
+  float alpha;
+};
+
+}  // namespace
+
+std::string GemmConfig::describe() const {
+  return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
+         std::to_string(split_k);
+}
+
+const std::vector<int>& gemm_block_n_choices() {
+  static const std::vector<int> v = {8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  return v;
+}
+
+std::vector<GemmConfig> gemm_config_space() {
+  std::vector<GemmConfig> out;
+  for (int bn : gemm_block_n_choices())
+    for (int s = 2; s <= 8; ++s)
+      for (int k : {1, 2, 4, 8})
+        if (ops::gemm_smem_bytes(bn, s) <= ops::kGemmSmemLimit) out.push_back({bn, s, k});
+  return out;
+}
+
+GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
+  GemmConfig c;
+  // Tokens are the wgmma N side: the smallest tile that holds them all, up to 256.
+  c.block_n = 256;
+  for (int bn : gemm_block_n_choices())
+    if (bn >= m) {
+      c.block_n = bn;
+      break;
+    }
+  c.stages = ops::gemm_max_stages(c.block_n);
+  const int64_t tiles = ops::ceil_div(n, ops::kGemmBlockM) * ops::ceil_div(m, c.block_n) * batches;
+  const int64_t k_stages = ops::ceil_div(k, ops::kGemmBlockK);
+  // Split K over a cluster while the grid leaves SMs idle and each CTA keeps
+  // at least 8 stages of K.
+  while (c.split_k < 8 && tiles * c.split_k * 2 <= int64_t(sm_count) + sm_count / 8 &&
+         k_stages / (c.split_k * 2) >= 8)
+    c.split_k *= 2;
+  return c;
+}
+
+Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                  cudaStream_t stream, const GemmConfig* config) {
+  ops::GemmShape shape;
+  KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b, c, "c", &shape));
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  if (!dev->is_hopper())
+    return Status::Unsupported("gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " + dev->arch());
+  if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
+
+  // One token: the GEMV kernel is the memory-bound specialist.
+  if (shape.m == 1 && config == nullptr) {
+    const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
+                                              {shape.c_batch, 1});
+    return gemv_nvfp4(b, a, cv, stream);
+  }
+
+  const GemmConfig cfg =
+      config ? *config
+             : gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
+  KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
+
+  rt::StreamScratch x16;
+  KESTREL_RETURN_IF_ERROR(ops::run_act_prepass(a, stream, &x16));
+  ops::GemmMaps maps;
+  KESTREL_RETURN_IF_ERROR(ops::make_gemm_maps(b, x16.get(), shape, cfg.block_n, &maps));
+
+  GemmParams p{};
+  p.sw = b.scales.data;
+  ops::weight_scale_strides(b, &p.sw_batch, &p.sw_row);
+  p.c = c.data;
+  p.c_batch = shape.c_batch;
+  p.c_row = shape.c_row;
+  p.m = int(shape.m);
+  p.n = int(shape.n);
+  p.k = int(shape.k);
+  p.alpha = a.global_scale * b.global_scale * ops::kDecodeUnitSquared;
+
+  const std::string entry = std::string("kestrel::nvfp4_gemm_kernel<") +
+                            (c.dtype == DType::kF16 ? "__half" : "__nv_bfloat16") + ", " +
+                            std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) +
+                            ", " + std::to_string(cfg.split_k) + ", " +
+                            (b.layout == ScaleLayout::kBlocked ? "true" : "false") + ">";
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemm.cuh", entry, {}}, &kernel));
+  return kernel(ops::gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k), stream,
+                maps.w, maps.x, p);
+}
+
+}  // namespace kestrel

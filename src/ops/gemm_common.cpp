@@ -1,0 +1,132 @@
+#include "ops/gemm_common.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kestrel/gemm.h"
+#include "ops/act_prepass.h"
+#include "ops/validate.h"
+#include "runtime/tma.h"
+
+namespace kestrel::ops {
+
+int gemm_smem_bytes(int block_n, int stages, int weights) {
+  const int stage = weights * kGemmBlockM * kGemmBlockK / 2 + block_n * kGemmBlockK * 2;
+  return stages * stage + 2 * stages * 8 + 1024;  // + barriers + 1024-byte alignment slack
+}
+
+int gemm_max_stages(int block_n, int weights) {
+  int s = 8;
+  while (s > 2 && gemm_smem_bytes(block_n, s, weights) > kGemmSmemLimit) --s;
+  return s;
+}
+
+Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                     const char* c_name, GemmShape* out) {
+  KESTREL_RETURN_IF_ERROR(validate_nvfp4(a, "a"));
+  KESTREL_RETURN_IF_ERROR(validate_nvfp4(b, "b"));
+  GemmShape s{a.batches(), a.rows(), b.rows(), a.k(), 0, 0};
+  if (b.batches() != s.batches)
+    return Status::InvalidArgument("b: batch count must equal a's (" + std::to_string(s.batches) +
+                                   "), got " + std::to_string(b.batches()));
+  if (b.k() != s.k)
+    return Status::InvalidArgument("b: K must equal a's K (" + std::to_string(s.k) + "), got " +
+                                   std::to_string(b.k()));
+  KESTREL_RETURN_IF_ERROR(check_positive(s.k, "K"));
+  KESTREL_RETURN_IF_ERROR(check_multiple(s.k, 64, "K"));
+  KESTREL_RETURN_IF_ERROR(check_at_most(s.batches, 65535, "L", "grid.z limit"));
+  KESTREL_RETURN_IF_ERROR(check_at_most(s.m, int64_t(1) << 30, "M", "32-bit index"));
+  KESTREL_RETURN_IF_ERROR(check_at_most(s.n, int64_t(1) << 30, "N", "32-bit index"));
+  KESTREL_RETURN_IF_ERROR(check_at_most(s.k, int64_t(1) << 30, "K", "32-bit index"));
+  KESTREL_RETURN_IF_ERROR(check_dtype(c, {DType::kF16, DType::kBF16}, c_name));
+  KESTREL_RETURN_IF_ERROR(check_rank(c, 2, 3, c_name));
+  KESTREL_RETURN_IF_ERROR(check_row_major(c, c_name));
+  KESTREL_RETURN_IF_ERROR(check_not_null(c, c_name));
+  const Shape3 cs = shape3(c);
+  if ((c.rank == 2 && s.batches != 1) || cs.batches != s.batches || cs.rows != s.m ||
+      cs.cols != s.n)
+    return Status::InvalidArgument(std::string(c_name) + ": shape must be [L][M][N] = [" +
+                                   std::to_string(s.batches) + "][" + std::to_string(s.m) + "][" +
+                                   std::to_string(s.n) + "] (rank 2 when L = 1), got " +
+                                   c.describe());
+  s.c_batch = cs.batch_stride;
+  s.c_row = cs.row_stride;
+  // TMA reads the packed weights: 16-byte aligned base and strides.
+  KESTREL_RETURN_IF_ERROR(check_aligned(b.values, 16, "b.values"));
+  KESTREL_RETURN_IF_ERROR(check_aligned(a.values, 4, "a.values"));
+  for (float g : {a.global_scale, b.global_scale})
+    if (!(g == g)) return Status::InvalidArgument("global_scale: must not be NaN");
+  *out = s;
+  return Status::Ok();
+}
+
+Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
+                         int weights) {
+  const auto& bns = gemm_block_n_choices();
+  const int smem = gemm_smem_bytes(block_n, stages, weights);
+  if (std::find(bns.begin(), bns.end(), block_n) == bns.end() || stages < 2 || stages > 8 ||
+      (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8))
+    return Status::InvalidArgument("config: block_n must be one of gemm_block_n_choices(), "
+                                   "stages 2..8, split_k 1/2/4/8");
+  if (smem > dev->max_smem_per_block_optin)
+    return Status::InvalidArgument("config: needs " + std::to_string(smem) +
+                                   " bytes of shared memory, the GPU allows " +
+                                   std::to_string(dev->max_smem_per_block_optin));
+  return Status::Ok();
+}
+
+Status make_weight_map(const Nvfp4View& b, const GemmShape& s, CUtensorMap* out) {
+  const Shape3 wv = shape3(b.values);
+  rt::TmaMapSpec w;
+  w.dtype = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  w.rank = 3;
+  w.dims[0] = uint64_t(s.k / 2);
+  w.dims[1] = uint64_t(s.n);
+  w.dims[2] = uint64_t(s.batches);
+  w.strides_bytes[0] = uint64_t(wv.row_stride);
+  w.strides_bytes[1] = uint64_t(s.batches > 1 ? wv.batch_stride : wv.row_stride * s.n);
+  w.box[0] = kGemmBlockK / 2;
+  w.box[1] = kGemmBlockM;
+  w.box[2] = 1;
+  return rt::make_tma_map(b.values.data, w, out);
+}
+
+Status make_gemm_maps(const Nvfp4View& b, const void* x16, const GemmShape& s, int block_n,
+                      GemmMaps* out) {
+  KESTREL_RETURN_IF_ERROR(make_weight_map(b, s, &out->w));
+  const int64_t kp = prepass_kp(s.k);
+  rt::TmaMapSpec x;
+  x.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  x.rank = 3;
+  x.dims[0] = uint64_t(kp);
+  x.dims[1] = uint64_t(s.m);
+  x.dims[2] = uint64_t(s.batches);
+  x.strides_bytes[0] = uint64_t(kp * 2);
+  x.strides_bytes[1] = uint64_t(kp * 2 * s.m);
+  x.box[0] = 64;  // one 128-byte swizzle atom of K
+  x.box[1] = uint32_t(block_n);
+  x.box[2] = 1;
+  x.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  return rt::make_tma_map(x16, x, &out->x);
+}
+
+void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) {
+  *batch = *row = 0;
+  if (b.layout != ScaleLayout::kLinear) return;
+  const Shape3 s = shape3(b.scales);
+  *batch = s.batch_stride;
+  *row = s.row_stride;
+}
+
+rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
+                                  int weights) {
+  rt::LaunchShape shape;
+  shape.grid = dim3(unsigned(ceil_div(s.n, kGemmBlockM) * split_k),
+                    unsigned(ceil_div(s.m, block_n)), unsigned(s.batches));
+  shape.block = dim3(384);
+  shape.cluster = dim3(unsigned(split_k), 1, 1);
+  shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages, weights));
+  return shape;
+}
+
+}  // namespace kestrel::ops

@@ -1,0 +1,29 @@
+// Stream-ordered scratch memory (cudaMallocAsync / cudaFreeAsync): safe for
+// concurrent calls on different streams and capturable in CUDA graphs. The
+// device's default pool keeps freed memory, so steady-state calls do not
+// reach the driver.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kestrel/status.h"
+
+namespace kestrel::rt {
+
+class StreamScratch {
+ public:
+  StreamScratch() = default;
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  ~StreamScratch();  // frees on the stream it was allocated on
+
+  Status allocate(size_t bytes, cudaStream_t stream);
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace kestrel::rt

@@ -1,0 +1,231 @@
+// NVFP4 GEMM against the float64 reference: golden cases, the seed shapes,
+// edge shapes (M = 1, sizes off the tile, the smallest K), both generators and
+// scale layouts, global scales != 1, bf16 output, every configuration family,
+// poisoned outputs, determinism. Large shapes are checked on a sample of
+// elements (full rows and columns at the edges plus random ones).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "compare.h"
+#include "device_nvfp4.h"
+#include "golden.h"
+#include "golden_nvfp4.h"
+#include "gpu_test.h"
+#include "kestrel/gemm.h"
+#include "random.h"
+#include "reference/binary16.h"
+
+namespace kestrel {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::DeviceNvfp4;
+
+struct GemmCase {
+  int64_t m, n, k, l;
+  bool gpumode;
+  ScaleLayout a_layout, b_layout;
+  DType out = DType::kF16;
+  int64_t c_row_pad = 0;  // extra elements per row of C
+};
+
+std::string describe(const GemmCase& c) {
+  return "M" + std::to_string(c.m) + " N" + std::to_string(c.n) + " K" + std::to_string(c.k) +
+         " L" + std::to_string(c.l) + (c.gpumode ? " gpumode" : " realistic") +
+         " A:" + scale_layout_name(c.a_layout) + " B:" + scale_layout_name(c.b_layout) + " " +
+         dtype_name(c.out) + " pad" + std::to_string(c.c_row_pad);
+}
+
+struct Operands {
+  ref::HostNvfp4 a, b;
+};
+
+Operands make_operands(const GemmCase& c, uint64_t seed) {
+  Operands o;
+  if (c.gpumode) {
+    o.a = testing::gpumode_nvfp4(testing::GpuModeData::kGemm, c.l, c.m, c.k, seed);
+    o.b = testing::gpumode_nvfp4(testing::GpuModeData::kGemm, c.l, c.n, c.k, seed + 1);
+    o.a.global_scale = 0.5f;
+    o.b.global_scale = 2.0f;
+  } else {
+    o.a = testing::realistic_nvfp4(c.l, c.m, c.k, seed);
+    o.b = testing::realistic_nvfp4(c.l, c.n, c.k, seed + 1);
+  }
+  o.a = testing::with_layout(o.a, c.a_layout);
+  o.b = testing::with_layout(o.b, c.b_layout);
+  return o;
+}
+
+// Runs the GEMM on poisoned output; returns C as doubles [L][M][N].
+std::vector<double> run_gemm(const GemmCase& c, const Operands& o, const GemmConfig* cfg,
+                             Status* st) {
+  DeviceNvfp4 a(o.a), b(o.b);
+  const int64_t row = c.n + c.c_row_pad;
+  DeviceBuffer out(size_t(c.l * c.m * row * 2));
+  out.poison();
+  *st = gemm_nvfp4(a.view, b.view,
+                   TensorView::strided(out.get(), c.out, {c.l, c.m, c.n}, {c.m * row, row, 1}),
+                   nullptr, cfg);
+  if (!st->ok()) return {};
+  const auto bits = out.download<uint16_t>();
+  std::vector<double> v(size_t(c.l * c.m * c.n));
+  for (int64_t r = 0; r < c.l * c.m; ++r)
+    for (int64_t j = 0; j < c.n; ++j) {
+      const uint16_t b16 = bits[size_t(r * row + j)];
+      v[size_t(r * c.n + j)] = c.out == DType::kF16 ? ref::fp16_value(b16) : ref::bf16_value(b16);
+    }
+  return v;
+}
+
+// The reference at chosen (l, m, n) positions: all when the product is small,
+// else the first and last rows and columns and 2048 random elements.
+std::vector<int64_t> positions(const GemmCase& c) {
+  std::vector<int64_t> idx;
+  const int64_t total = c.l * c.m * c.n;
+  if (c.m * c.n * c.k * c.l <= (int64_t(1) << 28)) {
+    for (int64_t i = 0; i < total; ++i) idx.push_back(i);
+    return idx;
+  }
+  for (int64_t l = 0; l < c.l; ++l) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      idx.push_back((l * c.m + 0) * c.n + j);
+      idx.push_back((l * c.m + c.m - 1) * c.n + j);
+    }
+    for (int64_t i = 0; i < c.m; ++i) {
+      idx.push_back((l * c.m + i) * c.n + 0);
+      idx.push_back((l * c.m + i) * c.n + c.n - 1);
+    }
+  }
+  testing::Rng rng(7);
+  for (int i = 0; i < 2048; ++i) idx.push_back(rng.below(total));
+  return idx;
+}
+
+double reference_at(const Operands& o, const GemmCase& c, int64_t i) {
+  const int64_t l = i / (c.m * c.n), m = i / c.n % c.m, n = i % c.n;
+  double s = 0;
+  for (int64_t k = 0; k < c.k; ++k) s += o.a.value(l, m, k) * o.b.value(l, n, k);
+  return s;
+}
+
+void check_case(const GemmCase& c, const GemmConfig* cfg = nullptr) {
+  const Operands o = make_operands(c, 500 + c.m * 13 + c.n * 7 + c.k);
+  Status st;
+  const auto got = run_gemm(c, o, cfg, &st);
+  ASSERT_TRUE(st.ok()) << describe(c) << ": " << st.to_string();
+  const auto idx = positions(c);
+  std::vector<double> want, sub;
+  if (int64_t(idx.size()) == c.l * c.m * c.n) {
+    want = ref::gemm_nvfp4(o.a, o.b);
+    sub = got;
+  } else {
+    for (int64_t i : idx) {
+      want.push_back(reference_at(o, c, i));
+      sub.push_back(got[size_t(i)]);
+    }
+  }
+  const auto rep = c.out == DType::kF16 ? testing::compare_fp16(sub, want)
+                                        : testing::compare_bf16(sub, want);
+  EXPECT_TRUE(rep.pass) << describe(c) << (cfg ? " " + cfg->describe() : "") << ": "
+                        << rep.to_string();
+  const auto again = run_gemm(c, o, cfg, &st);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * sizeof(double)))
+      << describe(c) << ": results differ between runs";
+}
+
+class GemmGpu : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmGpu, MatchesReference) {
+  KESTREL_REQUIRE_GPU();
+  check_case(GetParam());
+}
+
+std::vector<GemmCase> shapes() {
+  using L = ScaleLayout;
+  std::vector<GemmCase> v;
+  // Seed shapes.
+  for (auto [n, k] : {std::tuple{7168, 16384}, {4096, 7168}, {7168, 2048}}) {
+    v.push_back({128, n, k, 1, false, L::kLinear, L::kLinear});
+    v.push_back({128, n, k, 1, true, L::kBlocked, L::kBlocked});
+  }
+  // Edge shapes: M, N off the tiles, K from the smallest legal.
+  for (int64_t m : {1, 8, 77, 128, 256, 512, 1000})
+    for (int64_t n : {128, 200, 4096})
+      for (int64_t k : {64, 1024, 4160}) {
+        if (m * n * k > (int64_t(1) << 31)) continue;
+        v.push_back({m, n, k, 1, (m + n + k) % 2 == 0, L::kLinear, L::kBlocked});
+      }
+  v.push_back({4096, 7168, 1024, 1, false, L::kBlocked, L::kLinear});
+  v.push_back({77, 200, 512, 3, false, L::kLinear, L::kLinear, DType::kBF16, 8});
+  v.push_back({300, 4096, 16384, 1, true, L::kLinear, L::kLinear, DType::kBF16});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmGpu, ::testing::ValuesIn(shapes()),
+                         [](const auto& info) { return "case" + std::to_string(info.index); });
+
+TEST(GemmGpuConfigs, EveryConfigFamilyMatchesReference) {
+  KESTREL_REQUIRE_GPU();
+  for (int64_t m : {1, 40, 200}) {
+    const GemmCase c{m, 328, 2048 + 64, 1, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
+    std::map<int, int> deepest;  // block_n -> most stages that fit
+    for (const GemmConfig& cfg : gemm_config_space())
+      deepest[cfg.block_n] = std::max(deepest[cfg.block_n], cfg.stages);
+    for (const GemmConfig& cfg : gemm_config_space()) {
+      // Every tile width at its deepest pipeline; every split on two widths.
+      if (cfg.stages != deepest[cfg.block_n]) continue;
+      if (cfg.split_k != 1 && cfg.block_n != 16 && cfg.block_n != 128) continue;
+      SCOPED_TRACE(cfg.describe());
+      check_case(c, &cfg);
+    }
+  }
+}
+
+TEST(GemmGpuGolden, MatchesGoldenCases) {
+  KESTREL_REQUIRE_GPU();
+  if (!testing::golden_available()) GTEST_SKIP() << "skipped: golden vectors not found";
+  for (const char* name : {"gemm_1x128x256", "gemm_77x200x512", "gemm_128x256x1024"}) {
+    const auto g = testing::GoldenCase::load(name);
+    for (ScaleLayout layout : {ScaleLayout::kLinear, ScaleLayout::kBlocked}) {
+      const bool blk = layout == ScaleLayout::kBlocked;
+      Operands o{testing::golden_nvfp4(g, "a", blk ? "sfa_blocked" : "sfa", layout,
+                                       float(g.scalar("global_scale_a"))),
+                 testing::golden_nvfp4(g, "b", blk ? "sfb_blocked" : "sfb", layout,
+                                       float(g.scalar("global_scale_b")))};
+      const GemmCase c{o.a.rows, o.b.rows, o.a.k, 1, true, layout, layout};
+      Status st;
+      const auto got = run_gemm(c, o, nullptr, &st);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      const auto rep = testing::compare_fp16(got, g.doubles("c_f64"));
+      EXPECT_TRUE(rep.pass) << name << " " << scale_layout_name(layout) << ": " << rep.to_string();
+    }
+  }
+}
+
+TEST(GemmArgs, BadArgumentsNameTheRule) {
+  alignas(16) uint8_t dummy[4096];
+  Nvfp4View a{TensorView::dense(dummy, DType::kE2M1x2, {4, 32}),
+              TensorView::dense(dummy, DType::kE4M3, {4, 4}), ScaleLayout::kLinear, 1.0f};
+  Nvfp4View b{TensorView::dense(dummy, DType::kE2M1x2, {8, 32}),
+              TensorView::dense(dummy, DType::kE4M3, {8, 4}), ScaleLayout::kLinear, 1.0f};
+  Status st = gemm_nvfp4(a, b, TensorView::dense(dummy, DType::kF32, {4, 8}), nullptr);
+  EXPECT_NE(st.message().find("c: dtype"), std::string::npos) << st.message();
+  st = gemm_nvfp4(a, b, TensorView::dense(dummy, DType::kF16, {8, 4}), nullptr);
+  EXPECT_NE(st.message().find("c: shape"), std::string::npos) << st.message();
+  Nvfp4View a48{TensorView::dense(dummy, DType::kE2M1x2, {4, 24}),
+                TensorView::dense(dummy, DType::kE4M3, {4, 3}), ScaleLayout::kLinear, 1.0f};
+  Nvfp4View b48{TensorView::dense(dummy, DType::kE2M1x2, {8, 24}),
+                TensorView::dense(dummy, DType::kE4M3, {8, 3}), ScaleLayout::kLinear, 1.0f};
+  st = gemm_nvfp4(a48, b48, TensorView::dense(dummy, DType::kF16, {4, 8}), nullptr);
+  EXPECT_NE(st.message().find("K: must be a multiple of 64"), std::string::npos) << st.message();
+  st = gemm_nvfp4(a, b48, TensorView::dense(dummy, DType::kF16, {4, 8}), nullptr);
+  EXPECT_NE(st.message().find("b: K"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace kestrel
