@@ -1,0 +1,156 @@
+// NVFP4 GEMM as a check/bench op. SOL uses the bf16 tensor-core rate (no FP4
+// MMA on Hopper) and the FP4 bytes. Peer: cuBLAS bf16 GEMM on operands
+// dequantized to bf16 once.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/host_tensors.h"
+#include "bench/nvfp4_operands.h"
+#include "device_buffer.h"
+#include "kestrel/gemm.h"
+#include "runtime/cuda_check.h"
+
+namespace kestrel::bench {
+namespace {
+
+struct GemmShape {
+  int64_t m, n, k, l;
+  ScaleLayout a_layout, b_layout;
+  DType out;
+};
+
+Status read_shape(const Params& p, GemmShape* s) {
+  s->m = p.integer("m");
+  s->n = p.integer("n");
+  s->k = p.integer("k");
+  s->l = p.integer("l");
+  s->a_layout = layout_named(p.text("a_layout"));
+  s->b_layout = layout_named(p.text("b_layout"));
+  s->out = p.text("out") == "bf16" ? DType::kBF16 : DType::kF16;
+  if (s->m < 1 || s->n < 1 || s->l < 1)
+    return Status::InvalidArgument("m, n, l: must be at least 1");
+  if (s->k < 64 || s->k % 64 != 0)
+    return Status::InvalidArgument("k: must be a positive multiple of 64, got " + p.text("k"));
+  return Status::Ok();
+}
+
+bool read_config(const Params& p, GemmConfig* cfg) {
+  if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("split") == 0) return false;
+  const GemmConfig d;
+  cfg->block_n = p.integer("bn") ? int(p.integer("bn")) : d.block_n;
+  cfg->stages = p.integer("stages") ? int(p.integer("stages")) : d.stages;
+  cfg->split_k = p.integer("split") ? int(p.integer("split")) : d.split_k;
+  return true;
+}
+
+Status check_gemm(const Params& p, const OpEnv& env, CheckReport* out) {
+  GemmShape s;
+  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  const uint64_t seed = uint64_t(p.integer("seed"));
+  const auto kind = testing::GpuModeData::kGemm;
+  const auto a = check_operand(p.text("data"), kind, s.l, s.m, s.k, seed, s.a_layout);
+  const auto b = check_operand(p.text("data"), kind, s.l, s.n, s.k, seed + 1, s.b_layout);
+  const std::vector<double> want = ref::gemm_nvfp4(a, b);
+  DeviceOperand da, db;
+  KESTREL_RETURN_IF_ERROR(da.upload(a));
+  KESTREL_RETURN_IF_ERROR(db.upload(b));
+  DeviceBuffer c;
+  const size_t bytes = size_t(s.l * s.m * s.n * 2);
+  KESTREL_RETURN_IF_ERROR(c.allocate(bytes));
+  KESTREL_RETURN_IF_ERROR(c.fill(testing::kPoison));
+  GemmConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  KESTREL_RETURN_IF_ERROR(gemm_nvfp4(da.view(a), db.view(b),
+                                     TensorView::dense(c.get(), s.out, {s.l, s.m, s.n}),
+                                     env.stream, has_cfg ? &cfg : nullptr));
+  KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
+  std::vector<uint8_t> got(bytes);
+  KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
+  const auto r = compare_floats(s.out, decode_floats(got, s.out), want);
+  out->pass = r.pass;
+  out->detail = r.to_string();
+  return Status::Ok();
+}
+
+Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
+  GemmShape s;
+  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  struct State {
+    SlottedOperand a, b;
+    SlottedBuffer c;
+  };
+  auto st = std::make_shared<State>();
+  out->work.bytes = double(s.l * (s.m + s.n) * (s.k / 2 + s.k / 16) + s.l * s.m * s.n * 2);
+  out->work.flops = 2.0 * double(s.l) * double(s.m) * double(s.n) * double(s.k);
+  out->work.path = MmaPath::kBf16;
+  const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(st->a.fill(s.l, s.m, s.k, s.a_layout, slots, 21));
+  KESTREL_RETURN_IF_ERROR(st->b.fill(s.l, s.n, s.k, s.b_layout, slots, 22));
+  KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * s.n * 2), slots));
+  GemmConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" +
+               std::to_string(s.k) + (s.l > 1 ? " L" + std::to_string(s.l) : "") +
+               (has_cfg ? " [" + cfg.describe() + "]" : "");
+  out->launch.slots = slots;
+  out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
+    return gemm_nvfp4(st->a.view(slot), st->b.view(slot),
+                      TensorView::dense(st->c.at(slot), s.out, {s.l, s.m, s.n}), stream,
+                      has_cfg ? &cfg : nullptr);
+  };
+
+  struct PeerState {
+    SlottedBuffer a, b, c;
+  };
+  auto ps = std::make_shared<PeerState>();
+  const int peer_slots =
+      rotation_slots(s.l * (s.m + s.n) * s.k * 2 + s.l * s.m * s.n * 2, env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->b, peer_slots, env.stream, &ps->b));
+  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * s.n * 2), peer_slots));
+  Peers* peers = nullptr;
+  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
+  PeerLaunch cublas;
+  cublas.name = "cuBLAS bf16";
+  cublas.call.slots = peer_slots;
+  cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
+    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, s.n, s.k,
+                            s.l, DType::kF16);
+  };
+  out->peers.push_back(std::move(cublas));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_nvfp4_gemm_ops(OpRegistry& reg) {
+  const auto layout = [](const char* name, const char* help) {
+    return ParamSpec{name, ParamKind::kChoice, "linear", help, {"linear", "blocked"}};
+  };
+  const auto cfg = [](const char* name, const char* help) {
+    return ParamSpec{name, ParamKind::kInt, "0", help, {}};
+  };
+  reg.add({"gemm", "nvfp4_gemm",
+           "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
+           "fp16/bf16 out; checked against the float64 reference",
+           {{"m", ParamKind::kInt, "128", "rows of A (tokens)", {}},
+            {"n", ParamKind::kInt, "7168", "rows of B (weights)", {}},
+            {"k", ParamKind::kInt, "16384", "reduction size (a multiple of 64)", {}},
+            {"l", ParamKind::kInt, "1", "batches (L)", {}},
+            layout("a_layout", "scale layout of A"),
+            layout("b_layout", "scale layout of B"),
+            {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
+            {"data",
+             ParamKind::kChoice,
+             "realistic",
+             "check input: quantized normal data, or the GPU MODE GEMM generator",
+             {"realistic", "gpumode"}},
+            {"seed", ParamKind::kInt, "1", "random data seed", {}},
+            cfg("bn", "config: tokens per CTA tile (0 = heuristic)"),
+            cfg("stages", "config: pipeline stages (0 = heuristic)"),
+            cfg("split", "config: CTAs splitting K (0 = heuristic)")},
+           check_gemm, bench_gemm});
+}
+
+}  // namespace kestrel::bench

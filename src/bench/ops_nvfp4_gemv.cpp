@@ -1,0 +1,161 @@
+// NVFP4 batched GEMV as a check/bench op. Memory-bound: SOL is the bytes of A,
+// its scales, B and c over the copy bandwidth. Peer: cuBLAS bf16 GEMV on A
+// dequantized to bf16 once (what a PyTorch user on Hopper runs today).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/host_tensors.h"
+#include "bench/nvfp4_operands.h"
+#include "device_buffer.h"
+#include "kestrel/gemv.h"
+#include "runtime/cuda_check.h"
+
+namespace kestrel::bench {
+namespace {
+
+struct GemvShape {
+  int64_t m, k, l;
+  ScaleLayout a_layout, b_layout;
+  DType out;
+};
+
+Status read_shape(const Params& p, GemvShape* s) {
+  s->m = p.integer("m");
+  s->k = p.integer("k");
+  s->l = p.integer("l");
+  s->a_layout = layout_named(p.text("a_layout"));
+  s->b_layout = layout_named(p.text("b_layout"));
+  s->out = p.text("out") == "bf16" ? DType::kBF16 : DType::kF16;
+  if (s->m < 1) return Status::InvalidArgument("m: must be at least 1, got " + p.text("m"));
+  if (s->k < 16 || s->k % 16 != 0)
+    return Status::InvalidArgument("k: must be a positive multiple of 16, got " + p.text("k"));
+  if (s->l < 1) return Status::InvalidArgument("l: must be at least 1, got " + p.text("l"));
+  return Status::Ok();
+}
+
+// The configuration named by rt/warps/cluster/depth, or none (heuristic) when all are 0.
+bool read_config(const Params& p, GemvConfig* cfg) {
+  if (p.integer("rt") == 0 && p.integer("warps") == 0 && p.integer("cluster") == 0 &&
+      p.integer("depth") == 0)
+    return false;
+  const GemvConfig d;
+  cfg->row_tiles = p.integer("rt") ? int(p.integer("rt")) : d.row_tiles;
+  cfg->warps = p.integer("warps") ? int(p.integer("warps")) : d.warps;
+  cfg->cluster = p.integer("cluster") ? int(p.integer("cluster")) : d.cluster;
+  cfg->depth = p.integer("depth") ? int(p.integer("depth")) : d.depth;
+  return true;
+}
+
+Status check_gemv(const Params& p, const OpEnv& env, CheckReport* out) {
+  GemvShape s;
+  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  const uint64_t seed = uint64_t(p.integer("seed"));
+  const auto kind = testing::GpuModeData::kGemv;
+  const auto a = check_operand(p.text("data"), kind, s.l, s.m, s.k, seed, s.a_layout);
+  const auto b = check_operand(p.text("data"), kind, s.l, 1, s.k, seed + 1, s.b_layout);
+  const std::vector<double> want = ref::gemv_nvfp4(a, b);
+
+  DeviceOperand da, db;
+  KESTREL_RETURN_IF_ERROR(da.upload(a));
+  KESTREL_RETURN_IF_ERROR(db.upload(b));
+  DeviceBuffer c;
+  KESTREL_RETURN_IF_ERROR(c.allocate(size_t(s.l * s.m * 2)));
+  KESTREL_RETURN_IF_ERROR(c.fill(testing::kPoison));
+  GemvConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  KESTREL_RETURN_IF_ERROR(gemv_nvfp4(da.view(a), db.view(b),
+                                     TensorView::dense(c.get(), s.out, {s.l, s.m}), env.stream,
+                                     has_cfg ? &cfg : nullptr));
+  KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
+  std::vector<uint8_t> got(size_t(s.l * s.m * 2));
+  KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
+  const auto r = compare_floats(s.out, decode_floats(got, s.out), want);
+  out->pass = r.pass;
+  out->detail = r.to_string();
+  return Status::Ok();
+}
+
+Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
+  GemvShape s;
+  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  struct State {
+    SlottedOperand a, b;
+    SlottedBuffer c;
+  };
+  auto st = std::make_shared<State>();
+  const int64_t essential = s.l * s.m * (s.k / 2 + s.k / 16) + s.l * (s.k / 2 + s.k / 16);
+  out->work.bytes = double(essential + s.l * s.m * 2);
+  out->work.flops = 2.0 * double(s.l * s.m * s.k);
+  out->work.path = MmaPath::kBf16;
+  const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(st->a.fill(s.l, s.m, s.k, s.a_layout, slots, 11));
+  KESTREL_RETURN_IF_ERROR(st->b.fill(s.l, 1, s.k, s.b_layout, slots, 12));
+  KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * 2), slots));
+
+  GemvConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  out->shape = "M" + std::to_string(s.m) + " K" + std::to_string(s.k) + " L" +
+               std::to_string(s.l) + " " + p.text("a_layout") +
+               (has_cfg ? " [" + cfg.describe() + "]" : "");
+  out->launch.slots = slots;
+  out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
+    return gemv_nvfp4(st->a.view(slot), st->b.view(slot),
+                      TensorView::dense(st->c.at(slot), s.out, {s.l, s.m}), stream,
+                      has_cfg ? &cfg : nullptr);
+  };
+
+  // Peer: cuBLAS bf16 GEMV on A and B dequantized once.
+  struct PeerState {
+    SlottedBuffer a, x, c;
+  };
+  auto ps = std::make_shared<PeerState>();
+  const int peer_slots = rotation_slots(s.l * s.m * s.k * 2, env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->b, peer_slots, env.stream, &ps->x));
+  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * 2), peer_slots));
+  Peers* peers = nullptr;
+  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
+  PeerLaunch cublas;
+  cublas.name = "cuBLAS bf16";
+  cublas.call.slots = peer_slots;
+  cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
+    return peers->gemv_bf16(stream, ps->a.at(slot), ps->x.at(slot), ps->c.at(slot), s.m, s.k,
+                            s.l, DType::kF16);
+  };
+  out->peers.push_back(std::move(cublas));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_nvfp4_gemv_ops(OpRegistry& reg) {
+  const auto layout = [](const char* name, const char* help) {
+    return ParamSpec{name, ParamKind::kChoice, "linear", help, {"linear", "blocked"}};
+  };
+  const auto cfg = [](const char* name, const char* help) {
+    return ParamSpec{name, ParamKind::kInt, "0", help, {}};
+  };
+  reg.add({"gemv", "nvfp4_gemv",
+           "c[l][m] = sum_k A[l][m][k] * B[l][k], A and B NVFP4, fp16/bf16 out; checked against "
+           "the float64 reference (GPU MODE rule)",
+           {{"m", ParamKind::kInt, "7168", "rows of A", {}},
+            {"k", ParamKind::kInt, "16384", "values per row (a multiple of 16)", {}},
+            {"l", ParamKind::kInt, "1", "batches (L)", {}},
+            layout("a_layout", "scale layout of A"),
+            layout("b_layout", "scale layout of B"),
+            {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
+            {"data",
+             ParamKind::kChoice,
+             "realistic",
+             "check input: quantized normal data, or the GPU MODE GEMV generator",
+             {"realistic", "gpumode"}},
+            {"seed", ParamKind::kInt, "1", "random data seed", {}},
+            cfg("rt", "config: 16-row tiles per CTA (0 = heuristic)"),
+            cfg("warps", "config: warps per CTA (0 = heuristic)"),
+            cfg("cluster", "config: CTAs splitting K (0 = heuristic)"),
+            cfg("depth", "config: groups in flight per lane (0 = heuristic)")},
+           check_gemv, bench_gemv});
+}
+
+}  // namespace kestrel::bench

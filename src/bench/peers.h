@@ -1,0 +1,55 @@
+// Peers: what a user would run instead of a Kestrel op, timed in the same
+// process on the same GPU. cuBLAS runs bf16 GEMM/GEMV on operands that were
+// dequantized once beforehand (the fast Hopper path for NVFP4 weights, at 3.6x
+// the memory); cuBLASLt runs e4m3 GEMMs; a device memcpy moving the same bytes
+// is the peer of memory-bound ops. Library handles are created once per device
+// and live for the process, so timings never include handle set-up.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bench/timer.h"
+#include "kestrel/status.h"
+#include "kestrel/tensor.h"
+
+namespace kestrel::bench {
+
+struct PeerLaunch {
+  std::string name;  // column title in reports: "cuBLAS bf16", "copy", ...
+  Launchable call;
+};
+
+class Peers {
+ public:
+  // The handles of the current device (created on first use).
+  static Status get(Peers** out);
+
+  // Row-major C[b][M][N] = A[b][M][K] * B[b][N][K]^T; bf16 inputs, fp32
+  // accumulation, C in `out` (kBF16 or kF16). batch > 1 runs strided batched
+  // with dense strides.
+  Status gemm_bf16(cudaStream_t stream, const void* a, const void* b, void* c, int64_t m, int64_t n,
+                   int64_t k, int64_t batch = 1, DType out = DType::kBF16);
+  // c[b][M] = A[b][M][K] * x[b][K]; bf16 inputs, fp32 accumulation, the shape
+  // (m x 1) that cuBLAS dispatches to its GEMV kernels.
+  Status gemv_bf16(cudaStream_t stream, const void* a, const void* x, void* c, int64_t m, int64_t k,
+                   int64_t batch = 1, DType out = DType::kBF16);
+  // Row-major D[M][N] = bf16(alpha * A[M][K] * B[N][K]^T) with e4m3 A and B
+  // (cuBLASLt's required "TN" form), fp32 accumulation.
+  Status gemm_fp8(cudaStream_t stream, const void* a, const void* b, void* d, int64_t m, int64_t n,
+                  int64_t k, float alpha = 1.0f);
+
+  struct Impl;
+
+ private:
+  explicit Peers(Impl* impl) : impl_(impl) {}
+  Impl* impl_;
+};
+
+// The "copy" peer of a memory-bound op moving `bytes` in total (read + write):
+// a device-to-device memcpy of bytes / 2, with `slots` rotating copies of its
+// source and destination, allocated here and owned by the returned closure.
+Status make_copy_peer(int64_t bytes, int slots, PeerLaunch* out);
+
+}  // namespace kestrel::bench
