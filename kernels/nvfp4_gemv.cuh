@@ -7,10 +7,11 @@
 // core sums them in fp32, as the Blackwell block-scaled MMA does.
 //
 // The N = 8 columns of the mma carry no second vector; they separate scale
-// blocks instead: column n collects only the slots that lane (n % 4) fills
-// from block (n / 4) of its chunk, so after the 8 mmas of a 128-value group
-// each column holds one 16-value block's dot product, and A's block scale is
-// applied once per block in fp32. B (small, shared by all rows) is decoded
+// blocks instead: column 2x collects only the slots that lane x fills from the
+// first 16-value block of its chunk, column 2x+1 those from the second, so
+// after the 8 mmas of a 128-value group each column holds one block's dot
+// product, A's block scale is applied once per block in fp32, and the two
+// columns a lane accumulates are adjacent blocks (one 2-byte scale load). B (small, shared by all rows) is decoded
 // once per CTA into shared memory in exactly the slot order the lanes need.
 //
 // Work split: a CTA owns RT row tiles (16 rows each) and a K range; its WARPS
@@ -79,15 +80,28 @@ __host__ __device__ constexpr int reduction_bytes() {
   return ((WARPS / RT + CLUSTER) * 16 * RT * 4 + 15) / 16 * 16;
 }
 
-// Column n of the mma collects block (n % 4) * 2 + n / 4 of the 8 in a group.
-__device__ __forceinline__ int block_of_column(int n) { return (n % 4) * 2 + n / 4; }
-
 // One lane's share of one group: 16 bytes of row g and of row g+8, and the
-// four scale codes of the blocks its accumulator columns hold.
+// scale codes (2 bytes per row) of the adjacent blocks its accumulator
+// columns 2t and 2t+1 hold.
 struct Stage {
   uint4 row0, row1;
-  uint32_t sc[4];  // (row g, col 2t'), (row g, col 2t'+1), (row g+8, ...), (row g+8, ...)
+  uint32_t sc0, sc1;
 };
+
+template <bool PAIR>
+__device__ __forceinline__ uint32_t load_scale_pair(const uint8_t* p) {
+  if constexpr (PAIR) {
+    return __ldg(reinterpret_cast<const unsigned short*>(p));
+  } else {
+    return uint32_t(__ldg(p)) | (uint32_t(__ldg(p + 1)) << 8);
+  }
+}
+
+// fp32 values of the two e4m3 codes packed in the low 16 bits.
+__device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes), __NV_E4M3);
+  return __half22float2(*reinterpret_cast<const __half2*>(&h));
+}
 
 template <bool VEC16>
 __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, int row_bytes,
@@ -115,7 +129,7 @@ __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, in
 }  // namespace gemv
 
 template <typename OUT, int RT, int WARPS, int CLUSTER, int DEPTH, bool A_BLOCKED, bool B_BLOCKED,
-          bool VEC16>
+          bool VEC16, bool SCALE_PAIR>
 __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
@@ -174,59 +188,64 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
   __syncthreads();
 
   // ---- Main loop: stream A, mma against staged B ----
+  // Rows past M read row M-1 (never stored): the steady state needs no predicates.
   const int row0 = tile * 16 * RT + rt * 16 + g, row1 = row0 + 8;
-  const bool ok0 = row0 < p.m, ok1 = row1 < p.m;
-  const uint8_t* a0 = p.a + l * p.a_batch + (long long)(ok0 ? row0 : 0) * p.a_row;
-  const uint8_t* a1 = p.a + l * p.a_batch + (long long)(ok1 ? row1 : 0) * p.a_row;
-  const int col_a = 2 * t, col_b = 2 * t + 1;  // accumulator columns of this lane
-  const int blk_a = block_of_column(col_a), blk_b = block_of_column(col_b);
+  const int rr0 = min(row0, p.m - 1), rr1 = min(row1, p.m - 1);
+  const uint8_t* a0 = p.a + l * p.a_batch + (long long)rr0 * p.a_row + t * 16;
+  const uint8_t* a1 = p.a + l * p.a_batch + (long long)rr1 * p.a_row + t * 16;
+  // Scale pair of blocks (2t, 2t+1) of group gi sits at s + gi * kScaleStep.
+  constexpr int kScaleStep = A_BLOCKED ? 1024 : 8;
+  const uint8_t* s0 = p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr0, 2 * t, p.m, kblocks);
+  const uint8_t* s1 = p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr1, 2 * t, p.m, kblocks);
 
-  auto load = [&](int gi, Stage& s) {
-    const int off = gi * kGroupBytes + t * 16;
-    s.row0 = load_chunk<VEC16>(a0, off, row_bytes, ok0 && gi < g_end);
-    s.row1 = load_chunk<VEC16>(a1, off, row_bytes, ok1 && gi < g_end);
-    const int kb_a = gi * 8 + blk_a, kb_b = gi * 8 + blk_b;
-    const bool in_a = gi < g_end && kb_a < kblocks, in_b = gi < g_end && kb_b < kblocks;
-    auto sc = [&](bool ok, int row, int kb) -> uint32_t {
-      return ok ? ptx::ld_nc_u8(p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, row, kb,
-                                                             p.m, kblocks))
-                : 0u;
-    };
-    s.sc[0] = sc(ok0 && in_a, row0, kb_a);
-    s.sc[1] = sc(ok0 && in_b, row0, kb_b);
-    s.sc[2] = sc(ok1 && in_a, row1, kb_a);
-    s.sc[3] = sc(ok1 && in_b, row1, kb_b);
-  };
-
-  // B fragment registers: lanes g == t load half 0 into b0, lanes g == t + 4
+  // B fragment registers: lanes g == 2t load half 0 into b0, lanes g == 2t+1
   // half 1 into b1; every other register stays zero for the whole kernel (its
   // column owns no slot of that lane).
-  const bool b0_lane = g == t, b1_lane = g == t + 4;
+  const bool b0_lane = g == 2 * t, b1_lane = g == 2 * t + 1;
   const uint32_t* bsm_lane = bsm + t * 16 + (b1_lane ? 8 : 0);
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  float acc0 = 0.f, acc1 = 0.f, acc2 = 0.f, acc3 = 0.f;
   uint32_t b0q[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b1q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 
-  auto compute = [&](int gi, const Stage& s) {
+  auto load = [&](int gi, Stage& st) {
+    st.row0 = ptx::ld_stream_v4(a0 + gi * kGroupBytes);
+    st.row1 = ptx::ld_stream_v4(a1 + gi * kGroupBytes);
+    st.sc0 = load_scale_pair<SCALE_PAIR>(s0 + (long long)gi * kScaleStep);
+    st.sc1 = load_scale_pair<SCALE_PAIR>(s1 + (long long)gi * kScaleStep);
+  };
+  // The last group of a row may be partial (K % 128 != 0): bounds-checked.
+  auto load_tail = [&](int gi, Stage& st) {
+    const int off = gi * kGroupBytes + t * 16;
+    st.row0 = load_chunk<VEC16>(a0 - t * 16, off, row_bytes, true);
+    st.row1 = load_chunk<VEC16>(a1 - t * 16, off, row_bytes, true);
+    const int kb = gi * 8 + 2 * t;
+    auto sc = [&](int row, int b) -> uint32_t {
+      return b < kblocks ? uint32_t(__ldg(p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l,
+                                                                        row, b, p.m, kblocks)))
+                         : 0u;
+    };
+    st.sc0 = sc(rr0, kb) | (sc(rr0, kb + 1) << 8);
+    st.sc1 = sc(rr1, kb) | (sc(rr1, kb + 1) << 8);
+  };
+
+  auto compute = [&](int gi, const Stage& st) {
     uint32_t h0[4][4], h1[4][4];
-    const uint32_t w0[4] = {s.row0.x, s.row0.y, s.row0.z, s.row0.w};
-    const uint32_t w1[4] = {s.row1.x, s.row1.y, s.row1.z, s.row1.w};
+    const uint32_t w0[4] = {st.row0.x, st.row0.y, st.row0.z, st.row0.w};
+    const uint32_t w1[4] = {st.row1.x, st.row1.y, st.row1.z, st.row1.w};
 #pragma unroll
     for (int wi = 0; wi < 4; ++wi) {
       decode_fp4x8(w0[wi], h0[wi]);
       decode_fp4x8(w1[wi], h1[wi]);
     }
-    {
-      const uint4* src = reinterpret_cast<const uint4*>(bsm_lane + (gi - g_begin) * (kGroupSmem / 4));
-      if (b0_lane) {
-        const uint4 x = src[0], y = src[1];
-        b0q[0] = x.x; b0q[1] = x.y; b0q[2] = x.z; b0q[3] = x.w;
-        b0q[4] = y.x; b0q[5] = y.y; b0q[6] = y.z; b0q[7] = y.w;
-      }
-      if (b1_lane) {
-        const uint4 x = src[0], y = src[1];
-        b1q[0] = x.x; b1q[1] = x.y; b1q[2] = x.z; b1q[3] = x.w;
-        b1q[4] = y.x; b1q[5] = y.y; b1q[6] = y.z; b1q[7] = y.w;
-      }
+    const uint4* src = reinterpret_cast<const uint4*>(bsm_lane + (gi - g_begin) * (kGroupSmem / 4));
+    if (b0_lane) {
+      const uint4 x = src[0], y = src[1];
+      b0q[0] = x.x; b0q[1] = x.y; b0q[2] = x.z; b0q[3] = x.w;
+      b0q[4] = y.x; b0q[5] = y.y; b0q[6] = y.z; b0q[7] = y.w;
+    }
+    if (b1_lane) {
+      const uint4 x = src[0], y = src[1];
+      b1q[0] = x.x; b1q[1] = x.y; b1q[2] = x.z; b1q[3] = x.w;
+      b1q[4] = y.x; b1q[5] = y.y; b1q[6] = y.z; b1q[7] = y.w;
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -235,27 +254,40 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
       const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
       ptx::mma_m16n8k16_f16_f32(c, a, b0q[j], b1q[j]);
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[i] = fmaf(c[i], e4m3_to_f32(s.sc[i]), acc[i]);
+    const float2 sa = e4m3x2_to_f32(st.sc0), sb = e4m3x2_to_f32(st.sc1);
+    acc0 = fmaf(c[0], sa.x, acc0);
+    acc1 = fmaf(c[1], sa.y, acc1);
+    acc2 = fmaf(c[2], sb.x, acc2);
+    acc3 = fmaf(c[3], sb.y, acc3);
   };
 
-  // Register pipeline DEPTH groups deep: loads for step i + DEPTH are in
-  // flight while step i is decoded and multiplied.
-  Stage st[DEPTH];
+  // Full groups: a register pipeline DEPTH groups deep (loads for group
+  // i + DEPTH * KS are in flight while group i is decoded and multiplied).
+  const int g_full = min(g_end, p.k / kGroup);
   const int first = g_begin + ks;
+  Stage st[DEPTH];
 #pragma unroll
-  for (int d = 0; d < DEPTH; ++d) load(first + d * KS, st[d]);
-  for (int gi = first; gi < g_end; gi += DEPTH * KS) {
+  for (int d = 0; d < DEPTH; ++d)
+    if (first + d * KS < g_full) load(first + d * KS, st[d]);
+  int gi = first;
+  for (; gi + (DEPTH - 1) * KS < g_full; gi += DEPTH * KS) {
 #pragma unroll
     for (int d = 0; d < DEPTH; ++d) {
-      const int cur = gi + d * KS;
-      if (cur < g_end) compute(cur, st[d]);
-      load(cur + DEPTH * KS, st[d]);
+      compute(gi + d * KS, st[d]);
+      if (gi + (d + DEPTH) * KS < g_full) load(gi + (d + DEPTH) * KS, st[d]);
     }
+  }
+  // Leftover full groups (fewer than DEPTH), already loaded, then the tail.
+#pragma unroll
+  for (int d = 0; d < DEPTH; ++d)
+    if (gi + d * KS < g_full) compute(gi + d * KS, st[d]);
+  for (int gt = max(g_full, first + (g_full - first + KS - 1) / KS * KS); gt < g_end; gt += KS) {
+    load_tail(gt, st[0]);
+    compute(gt, st[0]);
   }
 
   // ---- Reduce: columns -> lanes of a quad -> K slices -> cluster ----
-  float r0 = acc[0] + acc[1], r1 = acc[2] + acc[3];
+  float r0 = acc0 + acc1, r1 = acc2 + acc3;
   r0 += __shfl_xor_sync(0xffffffffu, r0, 1);
   r1 += __shfl_xor_sync(0xffffffffu, r1, 1);
   r0 += __shfl_xor_sync(0xffffffffu, r0, 2);

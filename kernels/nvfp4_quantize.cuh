@@ -5,7 +5,9 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
+#include "common/fp4_decode.cuh"
 #include "common/nvfp4_codec.cuh"
 #include "common/ptx.cuh"
 
@@ -43,36 +45,41 @@ __device__ __forceinline__ long long scale_offset(int b, int row, int kblock, in
   }
 }
 
-// One lane reads 16 bytes of x (VEC elements); LANES adjacent lanes share a
-// 16-element block. Grid: x strides over the rows * K / VEC lane items of batch blockIdx.y.
+// One lane per 16-value block: it loads the block (32 or 64 bytes), takes
+// its amax, computes the scale once (an approximate hardware conversion
+// made exact by e4m3_scale_fixup) and the seven rounding bounds, and writes
+// 8 bytes of codes. Consecutive lanes own consecutive blocks, so a warp's
+// loads and stores are contiguous. Grid: x strides over the rows * K / 16
+// blocks of batch blockIdx.y.
 template <typename T, int K, bool BLOCKED>
 __global__ void __launch_bounds__(256) quantize_kernel(const T* __restrict__ x, Strides3 xs,
                                                        uint8_t* __restrict__ values, Strides3 vs,
                                                        uint8_t* __restrict__ scales, Strides3 ss,
-                                                       int rows, float global_scale) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int LANES = 16 / VEC;
-  constexpr int ITEMS_PER_ROW = K / VEC;
+                                                       int rows, float global_scale,
+                                                       float inv_6g) {
   static_assert(K % 16 == 0, "K must be a multiple of 16");
+  constexpr int KB = K / 16;
+  constexpr int LOADS = 16 * sizeof(T) / 16;  // 16-byte loads per block
   const int b = blockIdx.y;
-  const unsigned total = unsigned(rows) * unsigned(ITEMS_PER_ROW);
+  const unsigned total = unsigned(rows) * unsigned(KB);
   for (unsigned item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
        item += gridDim.x * blockDim.x) {
-    const int r = int(item / unsigned(ITEMS_PER_ROW));
-    const int col = int(item - unsigned(r) * unsigned(ITEMS_PER_ROW)) * VEC;
-    const uint4 raw = ptx::ld_stream_v4(x + b * xs.batch + r * xs.row + col);
-    const T* xv = reinterpret_cast<const T*>(&raw);
-    float v[VEC];
+    const int r = int(item / unsigned(KB));
+    const int kb = int(item - unsigned(r) * unsigned(KB));
+    const uint4* src = reinterpret_cast<const uint4*>(x + b * xs.batch + r * xs.row + kb * 16);
+    uint4 raw[LOADS];
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) raw[i] = ptx::ld_stream_v4(src + i);
+    const T* xv = reinterpret_cast<const T*>(raw);
+    float v[16];
     float amax = 0.0f;
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
+    for (int i = 0; i < 16; ++i) {
       v[i] = to_f32<T>(xv[i]);
-      amax = fmaxf(amax, fabsf(v[i]));
+      amax = fmaxf(amax, fabsf(v[i]));  // NaN is ignored, as in the reference
     }
-#pragma unroll
-    for (int o = 1; o < LANES; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-
-    const unsigned scode = e4m3_from_nonneg(double(amax) / 6.0 / double(global_scale));
+    const unsigned guess = __nv_cvt_float_to_fp8(amax * inv_6g, __NV_SATFINITE, __NV_E4M3);
+    const unsigned scode = e4m3_scale_fixup(guess, amax, global_scale);
     const float scale = e4m3_to_float(scode);
     // Thresholds between e2m1 magnitudes, as exact "v > bound" tests.
     const float mids[7] = KESTREL_E2M1_MIDPOINTS;
@@ -81,31 +88,49 @@ __global__ void __launch_bounds__(256) quantize_kernel(const T* __restrict__ x, 
     for (int i = 0; i < 7; ++i)
       bound[i] = e2m1_round_up_bound(rn_mul(mids[i], scale), global_scale, (i & 1) != 0);
 
-    unsigned packed = 0;
+    uint32_t packed[2] = {0u, 0u};
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
+    for (int i = 0; i < 16; ++i) {
       const float a = fabsf(v[i]);
       // Branch-free binary search over the 7 sorted bounds.
       const bool hi = a > bound[3];
       const bool mid = a > (hi ? bound[5] : bound[1]);
-      const bool lo = a > (hi ? (mid ? bound[6] : bound[4]) : (mid ? bound[2] : bound[0]));
+      const bool lo = a > (mid ? (hi ? bound[6] : bound[2]) : (hi ? bound[4] : bound[0]));
       const unsigned mag = (unsigned(hi) << 2) | (unsigned(mid) << 1) | unsigned(lo);
       // Values that round to zero keep code 0 (never -0), as the reference does.
       const unsigned code = mag | ((mag != 0u && v[i] < 0.0f) ? 8u : 0u);
-      packed |= code << (4 * i);
+      packed[i / 8] |= code << (4 * (i % 8));
     }
-    uint8_t* vdst = values + b * vs.batch + r * vs.row + col / 2;
-    if constexpr (VEC == 8) {
-      *reinterpret_cast<unsigned*>(vdst) = packed;
-    } else {
-      *reinterpret_cast<unsigned short*>(vdst) = (unsigned short)packed;
-    }
-    if ((threadIdx.x & (LANES - 1)) == 0)
-      scales[scale_offset<BLOCKED>(b, r, col / 16, rows, K / 16, ss)] = (uint8_t)scode;
+    *reinterpret_cast<uint2*>(values + b * vs.batch + r * vs.row + kb * 8) =
+        make_uint2(packed[0], packed[1]);
+    scales[scale_offset<BLOCKED>(b, r, kb, rows, KB, ss)] = (uint8_t)scode;
   }
 }
 
-// One lane expands 8 values (4 bytes) into 8 outputs.
+// One lane expands one 16-value block: 8 packed bytes decoded to fp16 by bit
+// placement (exact e2m1 * scale / 2^14, common/fp4_decode.cuh), put back in
+// K order with byte permutes, and multiplied by 2^14 * global_scale in fp32.
+template <typename T>
+__device__ __forceinline__ void store_pairs(T* dst, const float (&f)[16]);
+template <>
+__device__ __forceinline__ void store_pairs<float>(float* dst, const float (&f)[16]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    reinterpret_cast<float4*>(dst)[i] = make_float4(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]);
+}
+template <typename T>
+__device__ __forceinline__ void store_pairs(T* dst, const float (&f)[16]) {
+  uint32_t w[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const T lo = from_f32<T>(f[2 * i]), hi = from_f32<T>(f[2 * i + 1]);
+    w[i] = uint32_t(*reinterpret_cast<const unsigned short*>(&lo)) |
+           (uint32_t(*reinterpret_cast<const unsigned short*>(&hi)) << 16);
+  }
+  reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+  reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+}
+
 template <typename T, int K, bool BLOCKED>
 __global__ void __launch_bounds__(256) dequantize_kernel(const uint8_t* __restrict__ values,
                                                          Strides3 vs,
@@ -113,28 +138,36 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const uint8_t* __restri
                                                          Strides3 ss, T* __restrict__ y,
                                                          Strides3 ys, int rows,
                                                          float global_scale) {
-  constexpr int ITEMS_PER_ROW = K / 8;
+  constexpr int KB = K / 16;
   const int b = blockIdx.y;
-  const unsigned total = unsigned(rows) * unsigned(ITEMS_PER_ROW);
+  const float unit = global_scale * kFp4DecodeScale;
+  const unsigned total = unsigned(rows) * unsigned(KB);
   for (unsigned item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
        item += gridDim.x * blockDim.x) {
-    const int r = int(item / unsigned(ITEMS_PER_ROW));
-    const int col = int(item - unsigned(r) * unsigned(ITEMS_PER_ROW)) * 8;
-    const unsigned packed =
-        __ldg(reinterpret_cast<const unsigned*>(values + b * vs.batch + r * vs.row + col / 2));
-    const float unit =
-        e4m3_to_float(__ldg(scales + scale_offset<BLOCKED>(b, r, col / 16, rows, K / 16, ss))) *
-        global_scale;
-    T out[8];
+    const int r = int(item / unsigned(KB));
+    const int kb = int(item - unsigned(r) * unsigned(KB));
+    const uint2 packed = __ldg(reinterpret_cast<const uint2*>(values + b * vs.batch + r * vs.row + kb * 8));
+    const unsigned code = __ldg(scales + scale_offset<BLOCKED>(b, r, kb, rows, KB, ss));
+    const __half2_raw s2 =
+        __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code | (code << 8)), __NV_E4M3);
+    const __half2 scale = *reinterpret_cast<const __half2*>(&s2);
+    float f[16];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) out[i] = from_f32<T>(e2m1_to_float(packed >> (4 * i)) * unit);
-    T* dst = y + b * ys.batch + r * ys.row + col;
-    if constexpr (sizeof(T) == 2) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
-    } else {
-      reinterpret_cast<uint4*>(dst)[0] = reinterpret_cast<const uint4*>(out)[0];
-      reinterpret_cast<uint4*>(dst)[1] = reinterpret_cast<const uint4*>(out)[1];
+    for (int wi = 0; wi < 2; ++wi) {
+      uint32_t h[4];
+      decode_fp4x8(wi ? packed.y : packed.x, h);
+      // pairs (0,4) (2,6) (1,5) (3,7) -> K-order pairs (0,1) (2,3) (4,5) (6,7)
+      const uint32_t nat[4] = {__byte_perm(h[0], h[2], 0x5410), __byte_perm(h[1], h[3], 0x5410),
+                               __byte_perm(h[0], h[2], 0x7632), __byte_perm(h[1], h[3], 0x7632)};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&nat[q]), scale);  // exact
+        const float2 fv = __half22float2(v);
+        f[wi * 8 + 2 * q] = fv.x * unit;
+        f[wi * 8 + 2 * q + 1] = fv.y * unit;
+      }
     }
+    store_pairs<T>(y + b * ys.batch + r * ys.row + kb * 16, f);
   }
 }
 

@@ -114,6 +114,33 @@ KESTREL_HD unsigned e4m3_from_nonneg(double x) {
   return code > 0x7eu ? 0x7eu : code;
 }
 
+// The block scale of the NVFP4 recipe: the e4m3 code nearest to
+// amax / (6 * global_scale) in exact arithmetic (ties to the even code),
+// saturating at 448. `candidate` may be any code at most one step away (a
+// fast approximate conversion); the midpoint tests below make it exact. Each
+// test is exact: a midpoint of two e4m3 values times 6 has at most 7
+// significant bits, and its product with the fp32 global scale is resolved by
+// the FMA residual (float amax) or is exact in double (double amax).
+KESTREL_HD bool exceeds_scaled(float amax, float m6, float gs, bool tie_up) {
+  const float p = rn_mul(m6, gs);
+  const float err = exact_fma(m6, gs, -p);  // m6 * gs = p + err exactly
+  return amax > p || (amax == p && (err < 0.0f || (err == 0.0f && tie_up)));
+}
+KESTREL_HD bool exceeds_scaled(double amax, float m6, float gs, bool tie_up) {
+  const double t = double(m6) * double(gs);  // exact: 7 + 24 significant bits
+  return amax > t || (amax == t && tie_up);
+}
+template <typename A>
+KESTREL_HD unsigned e4m3_scale_fixup(unsigned c, A amax, float gs) {
+  if (c < 0x7eu &&
+      exceeds_scaled(amax, (e4m3_to_float(c) + e4m3_to_float(c + 1)) * 3.0f, gs, (c & 1u) != 0))
+    return c + 1;
+  if (c > 0u &&
+      !exceeds_scaled(amax, (e4m3_to_float(c - 1) + e4m3_to_float(c)) * 3.0f, gs, (c & 1u) == 0))
+    return c - 1;
+  return c;
+}
+
 // The seven rounding thresholds between consecutive e2m1 magnitudes are
 // kE2m1Mid[i] * unit, unit = scale * global_scale. A magnitude v rounds up past
 // threshold i when v > kE2m1Mid[i] * unit, or on a tie when i is odd (the upper

@@ -116,7 +116,7 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
   cublas.call.slots = peer_slots;
   cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
     return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, s.n, s.k,
-                            s.l, DType::kF16);
+                            s.l, DType::kBF16);
   };
   out->peers.push_back(std::move(cublas));
   return Status::Ok();

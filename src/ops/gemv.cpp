@@ -126,6 +126,11 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   const Shape3 av = shape3(a.values), bv = shape3(b.values);
   const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
+  // Each lane reads the scales of two adjacent blocks with one 2-byte load
+  // when they are 2-byte aligned (always in the blocked layout).
+  const bool scale_pair =
+      a_blk || (reinterpret_cast<uintptr_t>(a.scales.data) % 2 == 0 &&
+                shape3(a.scales).row_stride % 2 == 0 && shape3(a.scales).batch_stride % 2 == 0);
   GemvParams p{};
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
@@ -154,7 +159,7 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
       std::to_string(cfg.row_tiles) + ", " + std::to_string(cfg.warps) + ", " +
       std::to_string(cfg.cluster) + ", " + std::to_string(cfg.depth) + ", " +
       (a_blk ? "true" : "false") + ", " + (b_blk ? "true" : "false") + ", " +
-      (vec16 ? "true" : "false") + ">";
+      (vec16 ? "true" : "false") + ", " + (scale_pair ? "true" : "false") + ">";
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemv.cuh", entry, {}}, &kernel));
   rt::LaunchShape shape;

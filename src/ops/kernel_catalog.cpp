@@ -23,10 +23,10 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         for (const char* cfg : {"2, 8, 1, 2", "2, 8, 2, 2", "2, 8, 8, 2"})
           specs.push_back({"nvfp4_gemv.cuh",
                            std::string("kestrel::nvfp4_gemv_kernel<") + out + ", " + cfg + ", " +
-                               a_blk + ", " + b_blk + ", true>",
+                               a_blk + ", " + b_blk + ", true, true>",
                            {}});
   specs.push_back(
-      {"nvfp4_gemv.cuh", "kestrel::nvfp4_gemv_kernel<__half, 1, 4, 1, 1, false, false, false>", {}});
+      {"nvfp4_gemv.cuh", "kestrel::nvfp4_gemv_kernel<__half, 1, 4, 1, 1, false, false, false, false>", {}});
   // GEMM: the activation pre-pass and the heuristic's tile sizes.
   for (const char* blk : {"false", "true"})
     specs.push_back(

@@ -60,7 +60,7 @@ Status check_codec_shapes(const TensorView& dense, const char* dense_name, const
                                    "][" + std::to_string(q.k()) + "] to match " + q_name +
                                    ", got " + dense.describe());
   KESTREL_RETURN_IF_ERROR(check_aligned(dense, 16, dense_name));
-  KESTREL_RETURN_IF_ERROR(check_aligned(q.values, 4, (std::string(q_name) + ".values").c_str()));
+  KESTREL_RETURN_IF_ERROR(check_aligned(q.values, 8, (std::string(q_name) + ".values").c_str()));
   KESTREL_RETURN_IF_ERROR(check_at_most(d.batches, kMaxBatches, "L", "grid.y limit"));
   KESTREL_RETURN_IF_ERROR(
       check_at_most(d.rows * d.cols / 4, kMaxRowItems, "rows*K/4", "32-bit item index"));
@@ -91,11 +91,12 @@ Status quantize_nvfp4(const TensorView& x, const Nvfp4View& out, cudaStream_t st
       &kernel));
   if (blocked && blocked_has_padding(xs.rows, xs.cols))
     KESTREL_CUDA_RETURN(cudaMemsetAsync(out.scales.data, 0, size_t(out.scales.shape[0]), stream));
-  const int vec = 16 / dtype_size(x.dtype);
-  const auto shape = grid_for(xs.rows * xs.cols / vec, xs.batches, dev->sm_count);
+  const auto shape = grid_for(xs.rows * xs.cols / 16, xs.batches, dev->sm_count);
+  // Only a first guess for the scale conversion (the kernel makes it exact).
+  const float inv_6g = 1.0f / (6.0f * out.global_scale);
   return kernel(shape, stream, static_cast<const void*>(x.data), strides_of(xs), out.values.data,
                 strides_of(vs), out.scales.data, linear_scale_strides(out), int(xs.rows),
-                out.global_scale);
+                out.global_scale, inv_6g);
 }
 
 Status dequantize_nvfp4(const Nvfp4View& in, const TensorView& y, cudaStream_t stream) {
@@ -114,7 +115,7 @@ Status dequantize_nvfp4(const Nvfp4View& in, const TensorView& y, cudaStream_t s
            (in.layout == ScaleLayout::kBlocked ? "true" : "false") + ">",
        {}},
       &kernel));
-  const auto shape = grid_for(ys.rows * ys.cols / 8, ys.batches, dev->sm_count);
+  const auto shape = grid_for(ys.rows * ys.cols / 16, ys.batches, dev->sm_count);
   return kernel(shape, stream, static_cast<const void*>(in.values.data), strides_of(vs),
                 static_cast<const void*>(in.scales.data), linear_scale_strides(in), y.data,
                 strides_of(ys), int(ys.rows), in.global_scale);

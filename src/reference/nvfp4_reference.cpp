@@ -69,8 +69,9 @@ HostNvfp4 quantize_nvfp4(const double* x, int64_t batches, int64_t rows, int64_t
         const double* blk = row + kb * 16;
         double amax = 0.0;
         for (int i = 0; i < 16; ++i) amax = std::fmax(amax, std::fabs(blk[i]));  // NaN ignored
-        // The documented order: (amax / 6) / global_scale, then e4m3 RNE, saturating.
-        const unsigned sc = e4m3_from_nonneg((amax / 6.0) / g);
+        // e4m3(amax / 6 / global_scale), exactly rounded (ties to even), saturating.
+        const unsigned sc =
+            e4m3_scale_fixup(e4m3_from_nonneg((amax / 6.0) / g), amax, global_scale);
         const size_t soff = layout == ScaleLayout::kLinear
                                 ? size_t((b * rows + r) * (k / 16) + kb)
                                 : size_t(blocked_scale_offset(b, r, kb, rows, k));
