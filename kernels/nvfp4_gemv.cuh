@@ -40,7 +40,7 @@ struct GemvParams {
   long long sfb_batch;
   void* c;  // [L][M] fp16 / bf16
   long long c_batch, c_row;
-  int m, k, b_rows;
+  int m, k, l, b_rows;
   float alpha;  // global scales times 2^28 (the decode's two 2^-14 factors)
 };
 
@@ -130,14 +130,13 @@ __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, in
 
 template <typename OUT, int RT, int WARPS, int CLUSTER, int DEPTH, bool A_BLOCKED, bool B_BLOCKED,
           bool VEC16, bool SCALE_PAIR>
-__global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
+// At least 24 warps per SM resident: enough loads in flight to cover DRAM latency.
+__global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
   constexpr int KS = WARPS / RT;  // K slices per row tile inside the CTA
   extern __shared__ __align__(16) uint8_t smem[];
 
-  const int l = blockIdx.y;
-  const int tile = blockIdx.x / CLUSTER;
   const int crank = CLUSTER > 1 ? int(ptx::cluster_ctarank()) : 0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -158,7 +157,17 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
   float* red = reinterpret_cast<float*>(smem);  // [KS][ROWS]
   float* cl = red + KS * ROWS;                  // [CLUSTER][ROWS], used in the leader CTA
   uint32_t* bsm = reinterpret_cast<uint32_t*>(smem + reduction_bytes<RT, WARPS, CLUSTER>());
-  {
+
+  // Persistent: the CTAs of a cluster walk the (batch, row tile) work items
+  // together; B is staged again only when the batch changes.
+  const int tiles = (p.m + ROWS - 1) / ROWS;
+  const int work_items = tiles * p.l;
+  int staged_l = -1;
+  for (int w = blockIdx.x / CLUSTER; w < work_items; w += gridDim.x / CLUSTER) {
+  const int l = w / tiles, tile = w % tiles;
+  if (l != staged_l) {
+    __syncthreads();  // every warp is done with the previous batch's B
+    staged_l = l;
     const uint8_t* brow = p.b + l * p.b_batch;
     for (int i = threadIdx.x; i < (g_end - g_begin) * 4; i += WARPS * 32) {
       const int gi = g_begin + i / 4, ct = i % 4;
@@ -184,8 +193,8 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
         for (int q = 0; q < 4; ++q) dst[(wi / 2) * 8 + 4 * (wi % 2) + q] = h[q];
       }
     }
+    __syncthreads();
   }
-  __syncthreads();
 
   // ---- Main loop: stream A, mma against staged B ----
   // Rows past M read row M-1 (never stored): the steady state needs no predicates.
@@ -307,17 +316,23 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
       ptx::st_cluster_f32(ptx::map_shared_rank(ptx::smem_u32(cl + crank * ROWS + threadIdx.x), 0),
                           total);
     ptx::cluster_sync();
-    if (crank != 0) return;
-    if (threadIdx.x < ROWS) {
+    if (crank == 0 && threadIdx.x < ROWS) {
       total = 0.f;
 #pragma unroll
       for (int s = 0; s < CLUSTER; ++s) total += cl[s * ROWS + threadIdx.x];
     }
   }
   const int row = tile * ROWS + threadIdx.x;
-  if (threadIdx.x < ROWS && row < p.m) {
+  if (crank == 0 && threadIdx.x < ROWS && row < p.m) {
     OUT* out = reinterpret_cast<OUT*>(p.c) + l * p.c_batch + (long long)row * p.c_row;
     *out = OUT(total * p.alpha);
+  }
+  // The reduction buffers are rewritten by the next work item.
+  if constexpr (CLUSTER > 1) {
+    ptx::cluster_sync();
+  } else {
+    __syncthreads();
+  }
   }
 }
 

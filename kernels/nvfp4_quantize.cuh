@@ -139,35 +139,47 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const uint8_t* __restri
                                                          Strides3 ys, int rows,
                                                          float global_scale) {
   constexpr int KB = K / 16;
+  constexpr int UNROLL = 4;  // blocks in flight per lane: 8-byte loads need many to cover latency
   const int b = blockIdx.y;
   const float unit = global_scale * kFp4DecodeScale;
-  const unsigned total = unsigned(rows) * unsigned(KB);
-  for (unsigned item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
-       item += gridDim.x * blockDim.x) {
-    const int r = int(item / unsigned(KB));
-    const int kb = int(item - unsigned(r) * unsigned(KB));
-    const uint2 packed = __ldg(reinterpret_cast<const uint2*>(values + b * vs.batch + r * vs.row + kb * 8));
-    const unsigned code = __ldg(scales + scale_offset<BLOCKED>(b, r, kb, rows, KB, ss));
-    const __half2_raw s2 =
-        __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code | (code << 8)), __NV_E4M3);
-    const __half2 scale = *reinterpret_cast<const __half2*>(&s2);
-    float f[16];
+  const unsigned total = unsigned(rows) * unsigned(KB), stride = gridDim.x * blockDim.x;
+  for (unsigned base = blockIdx.x * blockDim.x + threadIdx.x; base < total; base += UNROLL * stride) {
+    uint2 packed[UNROLL];
+    unsigned code[UNROLL];
 #pragma unroll
-    for (int wi = 0; wi < 2; ++wi) {
-      uint32_t h[4];
-      decode_fp4x8(wi ? packed.y : packed.x, h);
-      // pairs (0,4) (2,6) (1,5) (3,7) -> K-order pairs (0,1) (2,3) (4,5) (6,7)
-      const uint32_t nat[4] = {__byte_perm(h[0], h[2], 0x5410), __byte_perm(h[1], h[3], 0x5410),
-                               __byte_perm(h[0], h[2], 0x7632), __byte_perm(h[1], h[3], 0x7632)};
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&nat[q]), scale);  // exact
-        const float2 fv = __half22float2(v);
-        f[wi * 8 + 2 * q] = fv.x * unit;
-        f[wi * 8 + 2 * q + 1] = fv.y * unit;
-      }
+    for (int u = 0; u < UNROLL; ++u) {
+      const unsigned item = base + u * stride;
+      if (item >= total) break;
+      const int r = int(item / unsigned(KB)), kb = int(item - unsigned(r) * unsigned(KB));
+      packed[u] = __ldg(reinterpret_cast<const uint2*>(values + b * vs.batch + r * vs.row + kb * 8));
+      code[u] = __ldg(scales + scale_offset<BLOCKED>(b, r, kb, rows, KB, ss));
     }
-    store_pairs<T>(y + b * ys.batch + r * ys.row + kb * 16, f);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const unsigned item = base + u * stride;
+      if (item >= total) break;
+      const int r = int(item / unsigned(KB)), kb = int(item - unsigned(r) * unsigned(KB));
+      const __half2_raw s2 =
+          __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code[u] | (code[u] << 8)), __NV_E4M3);
+      const __half2 scale = *reinterpret_cast<const __half2*>(&s2);
+      float f[16];
+#pragma unroll
+      for (int wi = 0; wi < 2; ++wi) {
+        uint32_t h[4];
+        decode_fp4x8(wi ? packed[u].y : packed[u].x, h);
+        // pairs (0,4) (2,6) (1,5) (3,7) -> K-order pairs (0,1) (2,3) (4,5) (6,7)
+        const uint32_t nat[4] = {__byte_perm(h[0], h[2], 0x5410), __byte_perm(h[1], h[3], 0x5410),
+                                 __byte_perm(h[0], h[2], 0x7632), __byte_perm(h[1], h[3], 0x7632)};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&nat[q]), scale);  // exact
+          const float2 fv = __half22float2(v);
+          f[wi * 8 + 2 * q] = fv.x * unit;
+          f[wi * 8 + 2 * q + 1] = fv.y * unit;
+        }
+      }
+      store_pairs<T>(y + b * ys.batch + r * ys.row + kb * 16, f);
+    }
   }
 }
 

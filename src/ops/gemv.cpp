@@ -3,6 +3,7 @@
 #include "kestrel/gemv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "ops/validate.h"
@@ -24,7 +25,7 @@ struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
   long long sfb_batch;
   void* c;
   long long c_batch, c_row;
-  int m, k, b_rows;
+  int m, k, l, b_rows;
   float alpha;
 };
 
@@ -68,16 +69,31 @@ std::vector<GemvConfig> gemv_config_space() {
 }
 
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count) {
-  GemvConfig c;
-  const int64_t tiles = (m + 16 * c.row_tiles - 1) / (16 * c.row_tiles) * batches;
-  // Split K over a cluster until the grid covers the GPU about three times,
-  // keeping at least 8 groups of 128 values per CTA.
-  while (c.cluster < 8 && tiles * c.cluster < 3 * int64_t(sm_count) &&
-         k / (kGroup * c.cluster * 2) >= 8)
-    c.cluster *= 2;
-  // Very long rows: bound the staged B so that several CTAs fit per SM.
-  while (c.cluster < 8 && smem_bytes(c, k) > 64 * 1024) c.cluster *= 2;
-  return c;
+  // The persistent grid holds about three 8-warp CTAs per SM. Choose the row
+  // tile and the K split (cluster) whose work items spread best over the
+  // resident clusters (the last round of a persistent grid runs part-empty),
+  // keeping at least 8 groups of 128 values per CTA; ties go to larger tiles
+  // (B staged once per more rows) and smaller clusters.
+  GemvConfig best;
+  double best_eff = -1;
+  for (int rt : {4, 2, 1})
+    for (int cluster : {1, 2, 4, 8}) {
+      if (cluster > 1 && k / (kGroup * cluster) < 8) continue;
+      GemvConfig c;
+      c.row_tiles = rt;
+      c.cluster = cluster;
+      if (smem_bytes(c, k) > 64 * 1024) continue;
+      const double items = double((m + 16 * rt - 1) / (16 * rt) * batches);
+      const double resident = double(3 * sm_count / cluster);
+      const double rounds = items / resident;
+      const double eff = rounds / std::ceil(rounds);
+      if (eff > best_eff + 0.02) {
+        best_eff = eff;
+        best = c;
+      }
+    }
+  if (best_eff < 0) best.cluster = 8;  // very long rows: split K as far as it goes
+  return best;
 }
 
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
@@ -150,6 +166,7 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   p.c_row = c.stride[c.rank - 1];
   p.m = int(m);
   p.k = int(k);
+  p.l = int(batches);
   p.b_rows = int(b.rows());
   p.alpha = a.global_scale * b.global_scale * 268435456.0f;  // 2^28: two decodes of 2^-14
 
@@ -162,12 +179,18 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
       (vec16 ? "true" : "false") + ", " + (scale_pair ? "true" : "false") + ">";
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemv.cuh", entry, {}}, &kernel));
+  // Persistent grid: as many clusters as fit at once, none idle.
   rt::LaunchShape shape;
-  const int64_t tiles = (m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles);
-  shape.grid = dim3(unsigned(tiles * cfg.cluster), unsigned(batches));
+  const int64_t work = (m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * batches;
   shape.block = dim3(unsigned(cfg.warps * 32));
   shape.cluster = dim3(unsigned(cfg.cluster), 1, 1);
   shape.smem_bytes = size_t(smem);
+  shape.grid = dim3(unsigned(cfg.cluster));
+  int resident = 0;
+  KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
+  if (resident < 1)
+    return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
+  shape.grid = dim3(unsigned(std::min<int64_t>(work, resident) * cfg.cluster));
   return kernel(shape, stream, p);
 }
 

@@ -15,6 +15,7 @@ struct Loaded {
   cudaLibrary_t library = nullptr;
   cudaKernel_t kernel = nullptr;
   std::map<int, size_t> smem_set;  // device -> dynamic smem limit already raised to
+  std::map<int, bool> non_portable_set;  // device -> clusters over 8 CTAs allowed
 };
 
 std::mutex g_mu;
@@ -28,6 +29,24 @@ std::string key_of(const KernelSpec& spec, const std::string& arch) {
   std::string k = arch + "|" + spec.header + "|" + spec.entry;
   for (const auto& o : spec.options) k += "|" + o;
   return k;
+}
+
+cudaLaunchConfig_t launch_config(const LaunchShape& shape, cudaStream_t stream,
+                                 cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = shape.grid;
+  cfg.blockDim = shape.block;
+  cfg.dynamicSmemBytes = shape.smem_bytes;
+  cfg.stream = stream;
+  if (shape.cluster.x * shape.cluster.y * shape.cluster.z > 1) {
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = shape.cluster.x;
+    attr->val.clusterDim.y = shape.cluster.y;
+    attr->val.clusterDim.z = shape.cluster.z;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cfg;
 }
 
 }  // namespace
@@ -57,38 +76,60 @@ Status Kernel::get(const KernelSpec& spec, Kernel* out) {
   return Status::Ok();
 }
 
-Status Kernel::launch(const LaunchShape& shape, cudaStream_t stream, void** args) const {
+Status Kernel::prepare(const LaunchShape& shape) const {
   if (!handle_) return Status::Internal("launch of a kernel that was never loaded");
+  // Static shared memory counts against the 48 KiB default limit too, so any
+  // dynamic size raises the limit.
+  const bool dyn_smem = shape.smem_bytes > 0;
+  const bool big_cluster = shape.cluster.x * shape.cluster.y * shape.cluster.z > 8;
+  if (!dyn_smem && !big_cluster) return Status::Ok();
   const void* fn = reinterpret_cast<const void*>(handle_);
-  if (shape.smem_bytes > 48 * 1024) {
-    int dev = 0;
-    KESTREL_CUDA_RETURN(cudaGetDevice(&dev));
-    std::lock_guard<std::mutex> lock(g_mu);
-    for (auto& [k, l] : loaded()) {
-      if (l.kernel != handle_) continue;
-      size_t& set = l.smem_set[dev];
-      if (set < shape.smem_bytes) {
-        KESTREL_CUDA_RETURN(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 int(shape.smem_bytes)));
-        set = shape.smem_bytes;
-      }
-      break;
+  int dev = 0;
+  KESTREL_CUDA_RETURN(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto& [k, l] : loaded()) {
+    if (l.kernel != handle_) continue;
+    size_t& set = l.smem_set[dev];
+    if (dyn_smem && set < shape.smem_bytes) {
+      KESTREL_CUDA_RETURN(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               int(shape.smem_bytes)));
+      set = shape.smem_bytes;
     }
+    bool& allowed = l.non_portable_set[dev];
+    if (big_cluster && !allowed) {
+      KESTREL_CUDA_RETURN(
+          cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      allowed = true;
+    }
+    break;
   }
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = shape.grid;
-  cfg.blockDim = shape.block;
-  cfg.dynamicSmemBytes = shape.smem_bytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  if (shape.cluster.x * shape.cluster.y * shape.cluster.z > 1) {
-    attrs[0].id = cudaLaunchAttributeClusterDimension;
-    attrs[0].val.clusterDim.x = shape.cluster.x;
-    attrs[0].val.clusterDim.y = shape.cluster.y;
-    attrs[0].val.clusterDim.z = shape.cluster.z;
-    cfg.attrs = attrs;
-    cfg.numAttrs = 1;
+  return Status::Ok();
+}
+
+Status Kernel::max_active_clusters(const LaunchShape& shape, int* out) const {
+  KESTREL_RETURN_IF_ERROR(prepare(shape));
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = launch_config(shape, nullptr, &attr);
+  if (cfg.numAttrs == 0) {  // no cluster: blocks per SM times SMs
+    const DeviceInfo* dev = nullptr;
+    KESTREL_RETURN_IF_ERROR(current_device(&dev));
+    int blocks = 0;
+    KESTREL_CUDA_RETURN(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, reinterpret_cast<const void*>(handle_),
+        int(shape.block.x * shape.block.y * shape.block.z), shape.smem_bytes));
+    *out = blocks * dev->sm_count;
+    return Status::Ok();
   }
+  KESTREL_CUDA_RETURN(
+      cudaOccupancyMaxActiveClusters(out, reinterpret_cast<const void*>(handle_), &cfg));
+  return Status::Ok();
+}
+
+Status Kernel::launch(const LaunchShape& shape, cudaStream_t stream, void** args) const {
+  KESTREL_RETURN_IF_ERROR(prepare(shape));
+  const void* fn = reinterpret_cast<const void*>(handle_);
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = launch_config(shape, stream, &attr);
   KESTREL_CUDA_RETURN(cudaLaunchKernelExC(&cfg, fn, args));
   return Status::Ok();
 }

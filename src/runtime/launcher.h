@@ -26,9 +26,16 @@ class Kernel {
     void* ptrs[] = {static_cast<void*>(&args)..., nullptr};
     return launch(shape, stream, ptrs);
   }
+  // Clusters of `shape` that fit on the GPU at once (0: the shape cannot run),
+  // for sizing persistent grids.
+  Status max_active_clusters(const LaunchShape& shape, int* out) const;
   cudaKernel_t handle() const { return handle_; }
 
  private:
+  // Raises the kernel's dynamic shared memory limit and allows clusters over
+  // 8 CTAs where `shape` needs it (once per kernel and device).
+  Status prepare(const LaunchShape& shape) const;
+
   cudaKernel_t handle_ = nullptr;
 };
 
