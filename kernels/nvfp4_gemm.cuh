@@ -36,10 +36,13 @@ struct alignas(64) TmaMap {
 struct GemmParams {
   const uint8_t* sw;  // weight scales: linear [L][N][K/16] (strided) or blocked
   long long sw_batch, sw_row;
+  const uint8_t* sw2;  // dual GEMM: the second weight's scales (same layout)
+  long long sw2_batch, sw2_row;
   void* c;  // [L][M][N] fp16/bf16
   long long c_batch, c_row;
   int m, n, k;
-  float alpha;  // global scales * 2^28 (both operands carry the decode's 2^-14)
+  float alpha;   // global scales * 2^28 (both operands carry the decode's 2^-14)
+  float alpha2;  // dual GEMM: the same for the second weight
 };
 
 namespace gemm {
@@ -56,14 +59,15 @@ struct Smem {
 };
 
 template <bool BLOCKED>
-__device__ __forceinline__ long long scale_off(const GemmParams& p, int l, int row, int kb) {
+__device__ __forceinline__ long long scale_off(const GemmParams& p, long long batch,
+                                               long long stride, int l, int row, int kb) {
   const int kblocks = p.k / 16;
   if constexpr (BLOCKED) {
     const long long rest_k = (kblocks + 3) / 4, rest_mn = (p.n + 127) / 128;
     return (long long)l * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kb / 4) * 512 +
            (row % 32) * 16 + ((row % 128) / 32) * 4 + kb % 4;
   } else {
-    return l * p.sw_batch + row * p.sw_row + kb;
+    return l * batch + row * stride + kb;
   }
 }
 
@@ -114,10 +118,13 @@ __device__ __forceinline__ void decode_stage(const uint8_t* w_stage, int row_g, 
 
 }  // namespace gemm
 
-template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED>
+// DUAL (the SwiGLU up-projection): the two consumer warpgroups take the same
+// 64 output columns of W1 and of W2 against one shared activation tile, and
+// the epilogue writes silu(alpha * acc1) * (alpha2 * acc2).
+template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL>
 __global__ void __launch_bounds__(384, 1)
-    nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_x,
-                      const __grid_constant__ GemmParams p) {
+    nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
+                      const __grid_constant__ TmaMap tmap_x, const __grid_constant__ GemmParams p) {
   using namespace gemm;
   using S = Smem<BN>;
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
@@ -131,6 +138,7 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t* empty = full + STAGES;
 
   const int tile_n = blockIdx.x / SPLIT;
+  constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
   const int crank = SPLIT > 1 ? int(ptx::cluster_ctarank()) : 0;
   const int tile_m = blockIdx.y, l = blockIdx.z;
   const int k_stages = (p.k + kBK - 1) / kBK;
@@ -161,8 +169,15 @@ __global__ void __launch_bounds__(384, 1)
         if (i >= STAGES) ptx::mbar_wait(&empty[s], ((i / STAGES) + 1) & 1);
         const int kb = kb_begin + i;
         ptx::mbar_arrive_expect_tx(&full[s], kWStageBytes + S::kXStageBytes);
-        ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
-                         tile_n * kBM, l);
+        if constexpr (DUAL) {
+          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
+                           tile_n * 64, l);
+          ptx::tma_load_3d(w_smem + s * kWStageBytes + kWStageBytes / 2, &tmap_w2, &full[s],
+                           kb * (kBK / 2), tile_n * 64, l);
+        } else {
+          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
+                           tile_n * kBM, l);
+        }
         uint8_t* xs = x_smem + s * S::kXStageBytes;
         ptx::tma_load_3d(xs, &tmap_x, &full[s], kb * kBK, tile_m * BN, l);
         ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[s], kb * kBK + 64, tile_m * BN, l);
@@ -178,8 +193,12 @@ __global__ void __launch_bounds__(384, 1)
     const int cw = wg - 1;  // consumer warpgroup: weight rows 64 cw ..
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
-    const int row_local = cw * 64 + warp * 16 + g;  // row g of this lane in the CTA tile
-    const int row_g = tile_n * kBM + row_local, row_g8 = row_g + 8;
+    const int row_local = cw * 64 + warp * 16 + g;  // row g of this lane in the stage's W tile
+    const int row_g = tile_n * kRowsPerTile + (DUAL ? 0 : cw * 64) + warp * 16 + g;
+    const int row_g8 = row_g + 8;
+    const uint8_t* sw = (DUAL && cw == 1) ? p.sw2 : p.sw;
+    const long long sw_batch = (DUAL && cw == 1) ? p.sw2_batch : p.sw_batch;
+    const long long sw_row = (DUAL && cw == 1) ? p.sw2_row : p.sw_row;
     const int kblocks = p.k / 16;
     float acc[kAcc];
 #pragma unroll
@@ -187,10 +206,10 @@ __global__ void __launch_bounds__(384, 1)
 
     auto load_scales = [&](int kb, WScales& sc) {
       const int b0 = kb * 8 + 2 * t, b1 = b0 + 1;
-      sc.code[0] = (row_g < p.n && b0 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g, b0)) : 0u;
-      sc.code[1] = (row_g < p.n && b1 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g, b1)) : 0u;
-      sc.code[2] = (row_g8 < p.n && b0 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g8, b0)) : 0u;
-      sc.code[3] = (row_g8 < p.n && b1 < kblocks) ? __ldg(p.sw + scale_off<W_BLOCKED>(p, l, row_g8, b1)) : 0u;
+      sc.code[0] = (row_g < p.n && b0 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g, b0)) : 0u;
+      sc.code[1] = (row_g < p.n && b1 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g, b1)) : 0u;
+      sc.code[2] = (row_g8 < p.n && b0 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g8, b0)) : 0u;
+      sc.code[3] = (row_g8 < p.n && b1 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g8, b1)) : 0u;
     };
     auto issue = [&](int i, const WFrag& f) {
       const uint8_t* xs = x_smem + (i % STAGES) * S::kXStageBytes;
@@ -259,13 +278,34 @@ __global__ void __launch_bounds__(384, 1)
     }
 
     // ---- epilogue: D[row][token] -> C[token][row] ----
+    float scale = p.alpha;
+    if constexpr (DUAL) {
+      // The up projection (warpgroup 2) hands alpha2 * acc2 to warpgroup 1
+      // through the drained stage buffers; same thread slot, same element.
+      float* xbuf = reinterpret_cast<float*>(smem);
+      const int ct = threadIdx.x - 128 * wg;  // 0..127 in either warpgroup
+      static_assert(128 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "exchange buffer");
+      ptx::named_barrier(1, 256);  // both warpgroups are done with the stages
+      if (cw == 1) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) xbuf[i * 128 + ct] = acc[i] * p.alpha2;
+      }
+      ptx::named_barrier(1, 256);
+      if (cw == 1) return;
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) {
+        const float gate = acc[i] * p.alpha;
+        acc[i] = gate / (1.0f + __expf(-gate)) * xbuf[i * 128 + ct];  // silu(gate) * up
+      }
+      scale = 1.0f;
+    }
     OUT* c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
 #pragma unroll
     for (int i = 0; i < BN / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = row_g + (e / 2) * 8, tok = tile_m * BN + i * 8 + 2 * t + (e % 2);
-        if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(acc[i * 4 + e] * p.alpha);
+        if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(acc[i * 4 + e] * scale);
       }
     }
   }

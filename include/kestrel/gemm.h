@@ -32,4 +32,15 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemmConfig* config = nullptr);
 
+// The SwiGLU up-projection, fused: C = silu(A B1^T) * (A B2^T), each product
+// scaled by its global scales, fp32 epilogue. b1 and b2: L x N x K NVFP4 with
+// the same scale layout; c as for gemm_nvfp4. One activation tile feeds both.
+// block_n, stages and split_k of `config` apply as for gemm_nvfp4 (each CTA
+// covers 64 columns of C instead of 128).
+Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
+                       const TensorView& c, cudaStream_t stream,
+                       const GemmConfig* config = nullptr);
+GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
+                                    int sm_count);
+
 }  // namespace kestrel

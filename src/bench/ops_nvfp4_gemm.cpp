@@ -122,6 +122,92 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
   return Status::Ok();
 }
 
+Status check_dual(const Params& p, const OpEnv& env, CheckReport* out) {
+  GemmShape s;
+  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  if (s.l != 1) return Status::InvalidArgument("l: the dual GEMM check runs L = 1");
+  const uint64_t seed = uint64_t(p.integer("seed"));
+  const auto kind = testing::GpuModeData::kDual;
+  const auto a = check_operand(p.text("data"), kind, 1, s.m, s.k, seed, s.a_layout);
+  const auto b1 = check_operand(p.text("data"), kind, 1, s.n, s.k, seed + 1, s.b_layout);
+  const auto b2 = check_operand(p.text("data"), kind, 1, s.n, s.k, seed + 2, s.b_layout);
+  const std::vector<double> want = ref::dual_gemm_nvfp4(a, b1, b2);
+  DeviceOperand da, db1, db2;
+  KESTREL_RETURN_IF_ERROR(da.upload(a));
+  KESTREL_RETURN_IF_ERROR(db1.upload(b1));
+  KESTREL_RETURN_IF_ERROR(db2.upload(b2));
+  DeviceBuffer c;
+  const size_t bytes = size_t(s.m * s.n * 2);
+  KESTREL_RETURN_IF_ERROR(c.allocate(bytes));
+  KESTREL_RETURN_IF_ERROR(c.fill(testing::kPoison));
+  GemmConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  KESTREL_RETURN_IF_ERROR(dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2),
+                                          TensorView::dense(c.get(), s.out, {s.m, s.n}),
+                                          env.stream, has_cfg ? &cfg : nullptr));
+  KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
+  std::vector<uint8_t> got(bytes);
+  KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
+  const auto r = compare_floats(s.out, decode_floats(got, s.out), want);
+  out->pass = r.pass;
+  out->detail = r.to_string();
+  return Status::Ok();
+}
+
+Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
+  GemmShape s;
+  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  struct State {
+    SlottedOperand a, b1, b2;
+    SlottedBuffer c;
+  };
+  auto st = std::make_shared<State>();
+  out->work.bytes =
+      double(s.l * (s.m + 2 * s.n) * (s.k / 2 + s.k / 16) + s.l * s.m * s.n * 2);
+  out->work.flops = 4.0 * double(s.l) * double(s.m) * double(s.n) * double(s.k);
+  out->work.path = MmaPath::kBf16;
+  const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(st->a.fill(s.l, s.m, s.k, s.a_layout, slots, 31));
+  KESTREL_RETURN_IF_ERROR(st->b1.fill(s.l, s.n, s.k, s.b_layout, slots, 32));
+  KESTREL_RETURN_IF_ERROR(st->b2.fill(s.l, s.n, s.k, s.b_layout, slots, 33));
+  KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * s.n * 2), slots));
+  GemmConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" +
+               std::to_string(s.k) + (has_cfg ? " [" + cfg.describe() + "]" : "");
+  out->launch.slots = slots;
+  out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
+    return dual_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), st->b2.view(slot),
+                           TensorView::dense(st->c.at(slot), s.out, {s.l, s.m, s.n}), stream,
+                           has_cfg ? &cfg : nullptr);
+  };
+  // Peer: cuBLAS bf16 on A and [B1; B2] dequantized once (one GEMM of 2N
+  // columns). The silu * mul that a user runs after it is not timed, so the
+  // peer's time is a lower bound.
+  struct PeerState {
+    SlottedBuffer a, b, c;
+  };
+  auto ps = std::make_shared<PeerState>();
+  SlottedOperand both;
+  KESTREL_RETURN_IF_ERROR(both.fill(s.l, 2 * s.n, s.k, s.b_layout, 1, 34));
+  const int peer_slots =
+      rotation_slots(s.l * (s.m + 2 * s.n) * s.k * 2 + s.l * s.m * s.n * 4, env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(both, peer_slots, env.stream, &ps->b));
+  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * s.n * 4), peer_slots));
+  Peers* peers = nullptr;
+  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
+  PeerLaunch cublas;
+  cublas.name = "cuBLAS bf16 [B1;B2] (GEMM only)";
+  cublas.call.slots = peer_slots;
+  cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
+    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m,
+                            2 * s.n, s.k, s.l, DType::kBF16);
+  };
+  out->peers.push_back(std::move(cublas));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
@@ -151,6 +237,26 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
             cfg("stages", "config: pipeline stages (0 = heuristic)"),
             cfg("split", "config: CTAs splitting K (0 = heuristic)")},
            check_gemm, bench_gemm});
+  reg.add({"dual_gemm", "nvfp4_dual_gemm",
+           "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
+           "fp16/bf16 out; checked against the float64 reference",
+           {{"m", ParamKind::kInt, "256", "rows of A (tokens)", {}},
+            {"n", ParamKind::kInt, "4096", "rows of B1 and B2", {}},
+            {"k", ParamKind::kInt, "7168", "reduction size (a multiple of 64)", {}},
+            {"l", ParamKind::kInt, "1", "batches (L)", {}},
+            layout("a_layout", "scale layout of A"),
+            layout("b_layout", "scale layout of B1 and B2"),
+            {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
+            {"data",
+             ParamKind::kChoice,
+             "realistic",
+             "check input: quantized normal data, or the GPU MODE dual generator",
+             {"realistic", "gpumode"}},
+            {"seed", ParamKind::kInt, "1", "random data seed", {}},
+            cfg("bn", "config: tokens per CTA tile (0 = heuristic)"),
+            cfg("stages", "config: pipeline stages (0 = heuristic)"),
+            cfg("split", "config: CTAs splitting K (0 = heuristic)")},
+           check_dual, bench_dual});
 }
 
 }  // namespace kestrel::bench

@@ -20,13 +20,61 @@ namespace {
 struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
   const void* sw;
   long long sw_batch, sw_row;
+  const void* sw2;
+  long long sw2_batch, sw2_row;
   void* c;
   long long c_batch, c_row;
   int m, n, k;
-  float alpha;
+  float alpha, alpha2;
 };
 
 }  // namespace
+
+namespace ops {
+
+Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2,
+                         const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
+                         cudaStream_t stream) {
+  const bool dual = b2 != nullptr;
+  rt::StreamScratch x16;
+  KESTREL_RETURN_IF_ERROR(run_act_prepass(a, stream, &x16));
+  CUtensorMap map_x, map_w, map_w2;
+  KESTREL_RETURN_IF_ERROR(make_activation_map(x16.get(), shape, cfg.block_n, &map_x));
+  const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;
+  KESTREL_RETURN_IF_ERROR(make_weight_map(b, shape, box_rows, &map_w));
+  if (dual) {
+    KESTREL_RETURN_IF_ERROR(make_weight_map(*b2, shape, box_rows, &map_w2));
+  } else {
+    map_w2 = map_w;
+  }
+
+  GemmParams p{};
+  p.sw = b.scales.data;
+  weight_scale_strides(b, &p.sw_batch, &p.sw_row);
+  p.sw2 = dual ? b2->scales.data : b.scales.data;
+  weight_scale_strides(dual ? *b2 : b, &p.sw2_batch, &p.sw2_row);
+  p.c = c.data;
+  p.c_batch = shape.c_batch;
+  p.c_row = shape.c_row;
+  p.m = int(shape.m);
+  p.n = int(shape.n);
+  p.k = int(shape.k);
+  p.alpha = a.global_scale * b.global_scale * kDecodeUnitSquared;
+  p.alpha2 = dual ? a.global_scale * b2->global_scale * kDecodeUnitSquared : 0.0f;
+
+  const std::string entry = std::string("kestrel::nvfp4_gemm_kernel<") +
+                            (c.dtype == DType::kF16 ? "__half" : "__nv_bfloat16") + ", " +
+                            std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) +
+                            ", " + std::to_string(cfg.split_k) + ", " +
+                            (b.layout == ScaleLayout::kBlocked ? "true" : "false") + ", " +
+                            (dual ? "true" : "false") + ">";
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemm.cuh", entry, {}}, &kernel));
+  return kernel(gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual), stream,
+                map_w, map_w2, map_x, p);
+}
+
+}  // namespace ops
 
 std::string GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
@@ -89,31 +137,7 @@ Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
              : gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
 
-  rt::StreamScratch x16;
-  KESTREL_RETURN_IF_ERROR(ops::run_act_prepass(a, stream, &x16));
-  ops::GemmMaps maps;
-  KESTREL_RETURN_IF_ERROR(ops::make_gemm_maps(b, x16.get(), shape, cfg.block_n, &maps));
-
-  GemmParams p{};
-  p.sw = b.scales.data;
-  ops::weight_scale_strides(b, &p.sw_batch, &p.sw_row);
-  p.c = c.data;
-  p.c_batch = shape.c_batch;
-  p.c_row = shape.c_row;
-  p.m = int(shape.m);
-  p.n = int(shape.n);
-  p.k = int(shape.k);
-  p.alpha = a.global_scale * b.global_scale * ops::kDecodeUnitSquared;
-
-  const std::string entry = std::string("kestrel::nvfp4_gemm_kernel<") +
-                            (c.dtype == DType::kF16 ? "__half" : "__nv_bfloat16") + ", " +
-                            std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) +
-                            ", " + std::to_string(cfg.split_k) + ", " +
-                            (b.layout == ScaleLayout::kBlocked ? "true" : "false") + ">";
-  rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemm.cuh", entry, {}}, &kernel));
-  return kernel(ops::gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k), stream,
-                maps.w, maps.x, p);
+  return ops::launch_nvfp4_gemm(a, b, nullptr, c, shape, cfg, stream);
 }
 
 }  // namespace kestrel

@@ -10,14 +10,14 @@
 
 namespace kestrel::ops {
 
-int gemm_smem_bytes(int block_n, int stages, int weights) {
-  const int stage = weights * kGemmBlockM * kGemmBlockK / 2 + block_n * kGemmBlockK * 2;
+int gemm_smem_bytes(int block_n, int stages) {
+  const int stage = kGemmBlockM * kGemmBlockK / 2 + block_n * kGemmBlockK * 2;
   return stages * stage + 2 * stages * 8 + 1024;  // + barriers + 1024-byte alignment slack
 }
 
-int gemm_max_stages(int block_n, int weights) {
+int gemm_max_stages(int block_n) {
   int s = 8;
-  while (s > 2 && gemm_smem_bytes(block_n, s, weights) > kGemmSmemLimit) --s;
+  while (s > 2 && gemm_smem_bytes(block_n, s) > kGemmSmemLimit) --s;
   return s;
 }
 
@@ -60,10 +60,9 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   return Status::Ok();
 }
 
-Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
-                         int weights) {
+Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev) {
   const auto& bns = gemm_block_n_choices();
-  const int smem = gemm_smem_bytes(block_n, stages, weights);
+  const int smem = gemm_smem_bytes(block_n, stages);
   if (std::find(bns.begin(), bns.end(), block_n) == bns.end() || stages < 2 || stages > 8 ||
       (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8))
     return Status::InvalidArgument("config: block_n must be one of gemm_block_n_choices(), "
@@ -75,7 +74,7 @@ Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceI
   return Status::Ok();
 }
 
-Status make_weight_map(const Nvfp4View& b, const GemmShape& s, CUtensorMap* out) {
+Status make_weight_map(const Nvfp4View& b, const GemmShape& s, int box_rows, CUtensorMap* out) {
   const Shape3 wv = shape3(b.values);
   rt::TmaMapSpec w;
   w.dtype = CU_TENSOR_MAP_DATA_TYPE_UINT8;
@@ -86,14 +85,12 @@ Status make_weight_map(const Nvfp4View& b, const GemmShape& s, CUtensorMap* out)
   w.strides_bytes[0] = uint64_t(wv.row_stride);
   w.strides_bytes[1] = uint64_t(s.batches > 1 ? wv.batch_stride : wv.row_stride * s.n);
   w.box[0] = kGemmBlockK / 2;
-  w.box[1] = kGemmBlockM;
+  w.box[1] = uint32_t(box_rows);
   w.box[2] = 1;
   return rt::make_tma_map(b.values.data, w, out);
 }
 
-Status make_gemm_maps(const Nvfp4View& b, const void* x16, const GemmShape& s, int block_n,
-                      GemmMaps* out) {
-  KESTREL_RETURN_IF_ERROR(make_weight_map(b, s, &out->w));
+Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out) {
   const int64_t kp = prepass_kp(s.k);
   rt::TmaMapSpec x;
   x.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -107,7 +104,7 @@ Status make_gemm_maps(const Nvfp4View& b, const void* x16, const GemmShape& s, i
   x.box[1] = uint32_t(block_n);
   x.box[2] = 1;
   x.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
-  return rt::make_tma_map(x16, x, &out->x);
+  return rt::make_tma_map(x16, x, out);
 }
 
 void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) {
@@ -119,13 +116,13 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) 
 }
 
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  int weights) {
+                                  bool dual) {
   rt::LaunchShape shape;
-  shape.grid = dim3(unsigned(ceil_div(s.n, kGemmBlockM) * split_k),
+  shape.grid = dim3(unsigned(ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM) * split_k),
                     unsigned(ceil_div(s.m, block_n)), unsigned(s.batches));
   shape.block = dim3(384);
   shape.cluster = dim3(unsigned(split_k), 1, 1);
-  shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages, weights));
+  shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages));
   return shape;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kestrel/gemm.h"
 #include "kestrel/nvfp4.h"
 #include "runtime/device.h"
 #include "runtime/launcher.h"
@@ -20,10 +21,10 @@ constexpr float kDecodeUnitSquared = 268435456.0f;  // 2^28
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Dynamic shared memory of one GEMM CTA with `weights` weight tiles per stage
-// (1 for the GEMM, 2 for the dual GEMM).
-int gemm_smem_bytes(int block_n, int stages, int weights = 1);
-int gemm_max_stages(int block_n, int weights = 1);
+// Dynamic shared memory of one GEMM CTA (the dual GEMM's stage holds 64 rows
+// of each weight: the same bytes).
+int gemm_smem_bytes(int block_n, int stages);
+int gemm_max_stages(int block_n);
 
 struct GemmShape {
   int64_t batches, m, n, k;
@@ -33,19 +34,22 @@ struct GemmShape {
 // a: activations, b: weights, c: output. Checks formats, shapes, alignment.
 Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                      const char* c_name, GemmShape* out);
-Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
-                         int weights = 1);
+Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev);
 
-struct GemmMaps {
-  CUtensorMap w, x;
-};
-// w: the packed weights of b; x: the pre-passed fp16 activations.
-Status make_gemm_maps(const Nvfp4View& b, const void* x16, const GemmShape& s, int block_n,
-                      GemmMaps* out);
-Status make_weight_map(const Nvfp4View& b, const GemmShape& s, CUtensorMap* out);
+// The TMA map of the pre-passed fp16 activations.
+Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
+// The TMA map of packed weights, `box_rows` rows per load (128; 64 for dual).
+Status make_weight_map(const Nvfp4View& b, const GemmShape& s, int box_rows, CUtensorMap* out);
 void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 
+// dual: the SwiGLU variant (64 output columns per CTA).
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  int weights = 1);
+                                  bool dual = false);
+
+// Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
+// with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.
+Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2,
+                         const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
+                         cudaStream_t stream);
 
 }  // namespace kestrel::ops

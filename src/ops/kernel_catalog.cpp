@@ -31,9 +31,10 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   for (const char* blk : {"false", "true"})
     specs.push_back(
         {"nvfp4_act_prepass.cuh", std::string("kestrel::nvfp4_act_prepass_kernel<") + blk + ">", {}});
-  for (const char* cfg : {"__half, 8, 8, 4, false", "__half, 16, 8, 4, true",
-                          "__half, 128, 4, 2, false", "__nv_bfloat16, 256, 3, 1, true",
-                          "__half, 64, 6, 1, false"})
+  for (const char* cfg : {"__half, 8, 8, 4, false, false", "__half, 16, 8, 4, true, false",
+                          "__half, 128, 4, 2, false, false", "__nv_bfloat16, 256, 3, 1, true, false",
+                          "__half, 64, 6, 1, false, false", "__half, 128, 4, 1, false, true",
+                          "__nv_bfloat16, 256, 3, 2, true, true"})
     specs.push_back({"nvfp4_gemm.cuh", std::string("kestrel::nvfp4_gemm_kernel<") + cfg + ">", {}});
   return specs;
 }

@@ -17,6 +17,7 @@
 #include "gpu_test.h"
 #include "kestrel/gemm.h"
 #include "random.h"
+#include "sampled_check.h"
 #include "reference/binary16.h"
 
 namespace kestrel {
@@ -81,30 +82,6 @@ std::vector<double> run_gemm(const GemmCase& c, const Operands& o, const GemmCon
   return v;
 }
 
-// The reference at chosen (l, m, n) positions: all when the product is small,
-// else the first and last rows and columns and 2048 random elements.
-std::vector<int64_t> positions(const GemmCase& c) {
-  std::vector<int64_t> idx;
-  const int64_t total = c.l * c.m * c.n;
-  if (c.m * c.n * c.k * c.l <= (int64_t(1) << 28)) {
-    for (int64_t i = 0; i < total; ++i) idx.push_back(i);
-    return idx;
-  }
-  for (int64_t l = 0; l < c.l; ++l) {
-    for (int64_t j = 0; j < c.n; ++j) {
-      idx.push_back((l * c.m + 0) * c.n + j);
-      idx.push_back((l * c.m + c.m - 1) * c.n + j);
-    }
-    for (int64_t i = 0; i < c.m; ++i) {
-      idx.push_back((l * c.m + i) * c.n + 0);
-      idx.push_back((l * c.m + i) * c.n + c.n - 1);
-    }
-  }
-  testing::Rng rng(7);
-  for (int i = 0; i < 2048; ++i) idx.push_back(rng.below(total));
-  return idx;
-}
-
 double reference_at(const Operands& o, const GemmCase& c, int64_t i) {
   const int64_t l = i / (c.m * c.n), m = i / c.n % c.m, n = i % c.n;
   double s = 0;
@@ -117,7 +94,7 @@ void check_case(const GemmCase& c, const GemmConfig* cfg = nullptr) {
   Status st;
   const auto got = run_gemm(c, o, cfg, &st);
   ASSERT_TRUE(st.ok()) << describe(c) << ": " << st.to_string();
-  const auto idx = positions(c);
+  const auto idx = testing::sample_positions(c.l, c.m, c.n, c.k);
   std::vector<double> want, sub;
   if (int64_t(idx.size()) == c.l * c.m * c.n) {
     want = ref::gemm_nvfp4(o.a, o.b);

@@ -1,0 +1,42 @@
+// Host side of the NVFP4 dual GEMM (SwiGLU): validate both weights against
+// the same activations, then the shared GEMM launch with the second weight.
+#include <string>
+
+#include "kestrel/gemm.h"
+#include "ops/gemm_common.h"
+#include "runtime/device.h"
+
+namespace kestrel {
+
+GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
+                                    int sm_count) {
+  // Half the output columns per CTA of the plain GEMM: the same heuristic on
+  // twice the rows gives the same tile counts.
+  return gemm_default_config(m, 2 * n, k, batches, sm_count);
+}
+
+Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
+                       const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
+  ops::GemmShape shape, shape2;
+  KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b1, c, "c", &shape));
+  KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b2, c, "c", &shape2));
+  if (b2.rows() != b1.rows())
+    return Status::InvalidArgument("b2: N must equal b1's (" + std::to_string(b1.rows()) +
+                                   "), got " + std::to_string(b2.rows()));
+  if (b2.layout != b1.layout)
+    return Status::InvalidArgument(std::string("b2: scale layout must equal b1's (") +
+                                   scale_layout_name(b1.layout) + ")");
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  if (!dev->is_hopper())
+    return Status::Unsupported("dual_gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " +
+                               dev->arch());
+  if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
+  const GemmConfig cfg =
+      config ? *config
+             : dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
+  KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
+  return ops::launch_nvfp4_gemm(a, b1, &b2, c, shape, cfg, stream);
+}
+
+}  // namespace kestrel

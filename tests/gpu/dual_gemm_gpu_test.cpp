@@ -1,0 +1,183 @@
+// NVFP4 dual GEMM (SwiGLU) against the float64 reference: golden cases, the
+// seed shapes (sampled), edge shapes, both generators and scale layouts,
+// global scales != 1, configurations, poisoned outputs, determinism.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "compare.h"
+#include "device_nvfp4.h"
+#include "golden.h"
+#include "golden_nvfp4.h"
+#include "gpu_test.h"
+#include "kestrel/gemm.h"
+#include "random.h"
+#include "reference/binary16.h"
+#include "sampled_check.h"
+
+namespace kestrel {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::DeviceNvfp4;
+
+struct DualCase {
+  int64_t m, n, k;
+  bool gpumode;
+  ScaleLayout a_layout, b_layout;
+  DType out = DType::kF16;
+};
+
+std::string describe(const DualCase& c) {
+  return "M" + std::to_string(c.m) + " N" + std::to_string(c.n) + " K" + std::to_string(c.k) +
+         (c.gpumode ? " gpumode" : " realistic") + " A:" + scale_layout_name(c.a_layout) +
+         " B:" + scale_layout_name(c.b_layout) + " " + dtype_name(c.out);
+}
+
+struct Operands {
+  ref::HostNvfp4 a, b1, b2;
+};
+
+Operands make_operands(const DualCase& c, uint64_t seed) {
+  Operands o;
+  if (c.gpumode) {
+    const auto kind = testing::GpuModeData::kDual;
+    o.a = testing::gpumode_nvfp4(kind, 1, c.m, c.k, seed);
+    o.b1 = testing::gpumode_nvfp4(kind, 1, c.n, c.k, seed + 1);
+    o.b2 = testing::gpumode_nvfp4(kind, 1, c.n, c.k, seed + 2);
+    o.b2.global_scale = 0.75f;
+  } else {
+    o.a = testing::realistic_nvfp4(1, c.m, c.k, seed);
+    o.b1 = testing::realistic_nvfp4(1, c.n, c.k, seed + 1);
+    o.b2 = testing::realistic_nvfp4(1, c.n, c.k, seed + 2);
+  }
+  o.a = testing::with_layout(o.a, c.a_layout);
+  o.b1 = testing::with_layout(o.b1, c.b_layout);
+  o.b2 = testing::with_layout(o.b2, c.b_layout);
+  return o;
+}
+
+std::vector<double> run_dual(const DualCase& c, const Operands& o, const GemmConfig* cfg,
+                             Status* st) {
+  DeviceNvfp4 a(o.a), b1(o.b1), b2(o.b2);
+  DeviceBuffer out(size_t(c.m * c.n * 2));
+  out.poison();
+  *st = dual_gemm_nvfp4(a.view, b1.view, b2.view, TensorView::dense(out.get(), c.out, {c.m, c.n}),
+                        nullptr, cfg);
+  if (!st->ok()) return {};
+  const auto bits = out.download<uint16_t>();
+  std::vector<double> v(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i)
+    v[i] = c.out == DType::kF16 ? ref::fp16_value(bits[i]) : ref::bf16_value(bits[i]);
+  return v;
+}
+
+double reference_at(const Operands& o, int64_t n_cols, int64_t i) {
+  const int64_t m = i / n_cols, n = i % n_cols;
+  double g = 0, u = 0;
+  for (int64_t k = 0; k < o.a.k; ++k) {
+    const double x = o.a.value(0, m, k);
+    g += x * o.b1.value(0, n, k);
+    u += x * o.b2.value(0, n, k);
+  }
+  return g / (1.0 + std::exp(-g)) * u;
+}
+
+void check_case(const DualCase& c, const GemmConfig* cfg = nullptr) {
+  const Operands o = make_operands(c, 900 + c.m * 3 + c.n + c.k);
+  Status st;
+  const auto got = run_dual(c, o, cfg, &st);
+  ASSERT_TRUE(st.ok()) << describe(c) << ": " << st.to_string();
+  const auto idx = testing::sample_positions(1, c.m, c.n, 2 * c.k);
+  std::vector<double> want, sub;
+  if (int64_t(idx.size()) == c.m * c.n) {
+    want = ref::dual_gemm_nvfp4(o.a, o.b1, o.b2);
+    sub = got;
+  } else {
+    for (int64_t i : idx) {
+      want.push_back(reference_at(o, c.n, i));
+      sub.push_back(got[size_t(i)]);
+    }
+  }
+  const auto rep = c.out == DType::kF16 ? testing::compare_fp16(sub, want)
+                                        : testing::compare_bf16(sub, want);
+  EXPECT_TRUE(rep.pass) << describe(c) << (cfg ? " " + cfg->describe() : "") << ": "
+                        << rep.to_string();
+  const auto again = run_dual(c, o, cfg, &st);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * sizeof(double)))
+      << describe(c) << ": results differ between runs";
+}
+
+class DualGemmGpu : public ::testing::TestWithParam<DualCase> {};
+
+TEST_P(DualGemmGpu, MatchesReference) {
+  KESTREL_REQUIRE_GPU();
+  check_case(GetParam());
+}
+
+std::vector<DualCase> shapes() {
+  using L = ScaleLayout;
+  std::vector<DualCase> v;
+  for (auto [m, n, k] : {std::tuple{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096},
+                         {512, 3072, 7168}})
+    v.push_back({m, n, k, (m + n) % 3 == 0, L::kLinear, L::kLinear});
+  for (int64_t m : {1, 8, 77, 128, 300})
+    for (int64_t n : {128, 200})
+      for (int64_t k : {64, 1024}) v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
+  v.push_back({77, 200, 512, false, L::kBlocked, L::kBlocked, DType::kBF16});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DualGemmGpu, ::testing::ValuesIn(shapes()),
+                         [](const auto& info) { return "case" + std::to_string(info.index); });
+
+TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
+  KESTREL_REQUIRE_GPU();
+  const DualCase c{200, 328, 2048 + 64, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
+  for (GemmConfig cfg : {GemmConfig{16, 8, 1}, GemmConfig{64, 6, 2}, GemmConfig{128, 4, 1},
+                         GemmConfig{128, 4, 4}, GemmConfig{256, 3, 1}}) {
+    SCOPED_TRACE(cfg.describe());
+    check_case(c, &cfg);
+  }
+}
+
+TEST(DualGemmGpuGolden, MatchesGoldenCases) {
+  KESTREL_REQUIRE_GPU();
+  if (!testing::golden_available()) GTEST_SKIP() << "skipped: golden vectors not found";
+  for (const char* name : {"dual_1x128x256", "dual_77x200x512"}) {
+    const auto g = testing::GoldenCase::load(name);
+    Operands o{testing::golden_nvfp4(g, "a", "sfa"), testing::golden_nvfp4(g, "b1", "sfb1"),
+               testing::golden_nvfp4(g, "b2", "sfb2")};
+    const DualCase c{o.a.rows, o.b1.rows, o.a.k, true, ScaleLayout::kLinear, ScaleLayout::kLinear};
+    Status st;
+    const auto got = run_dual(c, o, nullptr, &st);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const auto rep = testing::compare_fp16(got, g.doubles("c_f64"));
+    EXPECT_TRUE(rep.pass) << name << ": " << rep.to_string();
+  }
+}
+
+TEST(DualGemmArgs, BadArgumentsNameTheRule) {
+  alignas(16) uint8_t dummy[4096];
+  Nvfp4View a{TensorView::dense(dummy, DType::kE2M1x2, {4, 32}),
+              TensorView::dense(dummy, DType::kE4M3, {4, 4}), ScaleLayout::kLinear, 1.0f};
+  Nvfp4View b{TensorView::dense(dummy, DType::kE2M1x2, {8, 32}),
+              TensorView::dense(dummy, DType::kE4M3, {8, 4}), ScaleLayout::kLinear, 1.0f};
+  Nvfp4View b_short{TensorView::dense(dummy, DType::kE2M1x2, {4, 32}),
+                    TensorView::dense(dummy, DType::kE4M3, {4, 4}), ScaleLayout::kLinear, 1.0f};
+  const auto c = TensorView::dense(dummy, DType::kF16, {4, 8});
+  Status st = dual_gemm_nvfp4(a, b, b_short, c, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("c: shape"), std::string::npos) << st.message();
+  Nvfp4View b_blk = b;
+  b_blk.layout = ScaleLayout::kBlocked;
+  b_blk.scales = TensorView::dense(dummy, DType::kE4M3, {blocked_scale_bytes(8, 64, 1)});
+  st = dual_gemm_nvfp4(a, b, b_blk, c, nullptr);
+  EXPECT_NE(st.message().find("b2: scale layout"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace kestrel
