@@ -3,7 +3,6 @@
 #include "kestrel/gemv.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "ops/validate.h"
@@ -69,31 +68,16 @@ std::vector<GemvConfig> gemv_config_space() {
 }
 
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count) {
-  // The persistent grid holds about three 8-warp CTAs per SM. Choose the row
-  // tile and the K split (cluster) whose work items spread best over the
-  // resident clusters (the last round of a persistent grid runs part-empty),
-  // keeping at least 8 groups of 128 values per CTA; ties go to larger tiles
-  // (B staged once per more rows) and smaller clusters.
-  GemvConfig best;
-  double best_eff = -1;
-  for (int rt : {4, 2, 1})
-    for (int cluster : {1, 2, 4, 8}) {
-      if (cluster > 1 && k / (kGroup * cluster) < 8) continue;
-      GemvConfig c;
-      c.row_tiles = rt;
-      c.cluster = cluster;
-      if (smem_bytes(c, k) > 64 * 1024) continue;
-      const double items = double((m + 16 * rt - 1) / (16 * rt) * batches);
-      const double resident = double(3 * sm_count / cluster);
-      const double rounds = items / resident;
-      const double eff = rounds / std::ceil(rounds);
-      if (eff > best_eff + 0.02) {
-        best_eff = eff;
-        best = c;
-      }
-    }
-  if (best_eff < 0) best.cluster = 8;  // very long rows: split K as far as it goes
-  return best;
+  // Measured on an H100 (BENCHMARKS.md): 32-row tiles without a K split are
+  // the best on every seed shape; split K over a cluster only while the work
+  // items alone cannot cover the SMs, keeping at least 8 groups of 128 values
+  // per CTA, and when the staged B would be too large to keep 3 CTAs per SM.
+  GemvConfig c;
+  const int64_t items = (m + 16 * c.row_tiles - 1) / (16 * c.row_tiles) * batches;
+  while (c.cluster < 8 && items * c.cluster < sm_count && k / (kGroup * c.cluster * 2) >= 8)
+    c.cluster *= 2;
+  while (c.cluster < 8 && smem_bytes(c, k) > 64 * 1024) c.cluster *= 2;
+  return c;
 }
 
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,

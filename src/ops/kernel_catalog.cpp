@@ -36,6 +36,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
                           "__half, 64, 6, 1, false, false", "__half, 128, 4, 1, false, true",
                           "__nv_bfloat16, 256, 3, 2, true, true"})
     specs.push_back({"nvfp4_gemm.cuh", std::string("kestrel::nvfp4_gemm_kernel<") + cfg + ">", {}});
+  specs.push_back({"bench_l2_flush.cuh", "kestrel::l2_flush_read_kernel", {}});
   return specs;
 }
 
