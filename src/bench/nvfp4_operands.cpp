@@ -74,4 +74,23 @@ Status dequantized_bf16(const SlottedOperand& op, int slots, cudaStream_t stream
   return Status::Ok();
 }
 
+std::vector<ParamSpec> nvfp4_product_params(const std::string& generator) {
+  const auto layout = [](const char* name, const char* help) {
+    return ParamSpec{name, ParamKind::kChoice, "linear", help, {"linear", "blocked"}};
+  };
+  return {layout("a_layout", "scale layout of A"),
+          layout("b_layout", "scale layout of B"),
+          {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
+          {"data",
+           ParamKind::kChoice,
+           "realistic",
+           "check input: quantized normal data, or the GPU MODE " + generator + " generator",
+           {"realistic", "gpumode"}},
+          {"seed", ParamKind::kInt, "1", "random data seed", {}}};
+}
+
+ParamSpec config_param(const char* name, const char* help) {
+  return ParamSpec{name, ParamKind::kInt, "0", help, {}};
+}
+
 }  // namespace kestrel::bench

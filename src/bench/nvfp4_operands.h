@@ -45,4 +45,10 @@ struct SlottedOperand {
 Status dequantized_bf16(const SlottedOperand& op, int slots, cudaStream_t stream,
                         SlottedBuffer* out);
 
+// Parameters every NVFP4 product op takes after its shape: a_layout,
+// b_layout, out, data (check generator, named in the help), seed.
+std::vector<ParamSpec> nvfp4_product_params(const std::string& generator);
+// A configuration override: integer, 0 = the heuristic's choice.
+ParamSpec config_param(const char* name, const char* help);
+
 }  // namespace kestrel::bench

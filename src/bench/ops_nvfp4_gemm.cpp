@@ -62,8 +62,8 @@ Status check_gemm(const Params& p, const OpEnv& env, CheckReport* out) {
   GemmConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
   KESTREL_RETURN_IF_ERROR(gemm_nvfp4(da.view(a), db.view(b),
-                                     TensorView::dense(c.get(), s.out, {s.l, s.m, s.n}),
-                                     env.stream, has_cfg ? &cfg : nullptr));
+                                     TensorView::dense(c.get(), s.out, {s.l, s.m, s.n}), env.stream,
+                                     has_cfg ? &cfg : nullptr));
   KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
   std::vector<uint8_t> got(bytes);
   KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
@@ -90,8 +90,8 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
   KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * s.n * 2), slots));
   GemmConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
-  out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" +
-               std::to_string(s.k) + (s.l > 1 ? " L" + std::to_string(s.l) : "") +
+  out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" + std::to_string(s.k) +
+               (s.l > 1 ? " L" + std::to_string(s.l) : "") +
                (has_cfg ? " [" + cfg.describe() + "]" : "");
   out->launch.slots = slots;
   out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
@@ -143,8 +143,8 @@ Status check_dual(const Params& p, const OpEnv& env, CheckReport* out) {
   GemmConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
   KESTREL_RETURN_IF_ERROR(dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2),
-                                          TensorView::dense(c.get(), s.out, {s.m, s.n}),
-                                          env.stream, has_cfg ? &cfg : nullptr));
+                                          TensorView::dense(c.get(), s.out, {s.m, s.n}), env.stream,
+                                          has_cfg ? &cfg : nullptr));
   KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
   std::vector<uint8_t> got(bytes);
   KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
@@ -162,8 +162,7 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
     SlottedBuffer c;
   };
   auto st = std::make_shared<State>();
-  out->work.bytes =
-      double(s.l * (s.m + 2 * s.n) * (s.k / 2 + s.k / 16) + s.l * s.m * s.n * 2);
+  out->work.bytes = double(s.l * (s.m + 2 * s.n) * (s.k / 2 + s.k / 16) + s.l * s.m * s.n * 2);
   out->work.flops = 4.0 * double(s.l) * double(s.m) * double(s.n) * double(s.k);
   out->work.path = MmaPath::kBf16;
   const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
@@ -173,8 +172,8 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * s.n * 2), slots));
   GemmConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
-  out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" +
-               std::to_string(s.k) + (has_cfg ? " [" + cfg.describe() + "]" : "");
+  out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" + std::to_string(s.k) +
+               (has_cfg ? " [" + cfg.describe() + "]" : "");
   out->launch.slots = slots;
   out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
     return dual_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), st->b2.view(slot),
@@ -201,8 +200,8 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   cublas.name = "cuBLAS bf16 [B1;B2] (GEMM only)";
   cublas.call.slots = peer_slots;
   cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
-    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m,
-                            2 * s.n, s.k, s.l, DType::kBF16);
+    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, 2 * s.n,
+                            s.k, s.l, DType::kBF16);
   };
   out->peers.push_back(std::move(cublas));
   return Status::Ok();
@@ -211,51 +210,39 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
-  const auto layout = [](const char* name, const char* help) {
-    return ParamSpec{name, ParamKind::kChoice, "linear", help, {"linear", "blocked"}};
-  };
-  const auto cfg = [](const char* name, const char* help) {
-    return ParamSpec{name, ParamKind::kInt, "0", help, {}};
+  const auto with = [](std::vector<ParamSpec> v, const std::vector<ParamSpec>& more) {
+    v.insert(v.end(), more.begin(), more.end());
+    return v;
   };
   reg.add({"gemm", "nvfp4_gemm",
            "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
            "fp16/bf16 out; checked against the float64 reference",
-           {{"m", ParamKind::kInt, "128", "rows of A (tokens)", {}},
-            {"n", ParamKind::kInt, "7168", "rows of B (weights)", {}},
-            {"k", ParamKind::kInt, "16384", "reduction size (a multiple of 64)", {}},
-            {"l", ParamKind::kInt, "1", "batches (L)", {}},
-            layout("a_layout", "scale layout of A"),
-            layout("b_layout", "scale layout of B"),
-            {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
-            {"data",
-             ParamKind::kChoice,
-             "realistic",
-             "check input: quantized normal data, or the GPU MODE GEMM generator",
-             {"realistic", "gpumode"}},
-            {"seed", ParamKind::kInt, "1", "random data seed", {}},
-            cfg("bn", "config: tokens per CTA tile (0 = heuristic)"),
-            cfg("stages", "config: pipeline stages (0 = heuristic)"),
-            cfg("split", "config: CTAs splitting K (0 = heuristic)")},
+           with(with(
+                    {
+                        {"m", ParamKind::kInt, "128", "rows of A (tokens)", {}},
+                        {"n", ParamKind::kInt, "7168", "rows of B (weights)", {}},
+                        {"k", ParamKind::kInt, "16384", "reduction size (a multiple of 64)", {}},
+                        {"l", ParamKind::kInt, "1", "batches (L)", {}},
+                    },
+                    nvfp4_product_params("GEMM")),
+                {config_param("bn", "config: tokens per CTA tile (0 = heuristic)"),
+                 config_param("stages", "config: pipeline stages (0 = heuristic)"),
+                 config_param("split", "config: CTAs splitting K (0 = heuristic)")}),
            check_gemm, bench_gemm});
   reg.add({"dual_gemm", "nvfp4_dual_gemm",
            "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
            "fp16/bf16 out; checked against the float64 reference",
-           {{"m", ParamKind::kInt, "256", "rows of A (tokens)", {}},
-            {"n", ParamKind::kInt, "4096", "rows of B1 and B2", {}},
-            {"k", ParamKind::kInt, "7168", "reduction size (a multiple of 64)", {}},
-            {"l", ParamKind::kInt, "1", "batches (L)", {}},
-            layout("a_layout", "scale layout of A"),
-            layout("b_layout", "scale layout of B1 and B2"),
-            {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
-            {"data",
-             ParamKind::kChoice,
-             "realistic",
-             "check input: quantized normal data, or the GPU MODE dual generator",
-             {"realistic", "gpumode"}},
-            {"seed", ParamKind::kInt, "1", "random data seed", {}},
-            cfg("bn", "config: tokens per CTA tile (0 = heuristic)"),
-            cfg("stages", "config: pipeline stages (0 = heuristic)"),
-            cfg("split", "config: CTAs splitting K (0 = heuristic)")},
+           with(with(
+                    {
+                        {"m", ParamKind::kInt, "256", "rows of A (tokens)", {}},
+                        {"n", ParamKind::kInt, "4096", "rows of B1 and B2", {}},
+                        {"k", ParamKind::kInt, "7168", "reduction size (a multiple of 64)", {}},
+                        {"l", ParamKind::kInt, "1", "batches (L)", {}},
+                    },
+                    nvfp4_product_params("dual")),
+                {config_param("bn", "config: tokens per CTA tile (0 = heuristic)"),
+                 config_param("stages", "config: pipeline stages (0 = heuristic)"),
+                 config_param("split", "config: CTAs splitting K (0 = heuristic)")}),
            check_dual, bench_dual});
 }
 

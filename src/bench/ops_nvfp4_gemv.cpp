@@ -95,9 +95,8 @@ Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
 
   GemvConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
-  out->shape = "M" + std::to_string(s.m) + " K" + std::to_string(s.k) + " L" +
-               std::to_string(s.l) + " " + p.text("a_layout") +
-               (has_cfg ? " [" + cfg.describe() + "]" : "");
+  out->shape = "M" + std::to_string(s.m) + " K" + std::to_string(s.k) + " L" + std::to_string(s.l) +
+               " " + p.text("a_layout") + (has_cfg ? " [" + cfg.describe() + "]" : "");
   out->launch.slots = slots;
   out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
     return gemv_nvfp4(st->a.view(slot), st->b.view(slot),
@@ -120,8 +119,8 @@ Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
   cublas.name = "cuBLAS bf16";
   cublas.call.slots = peer_slots;
   cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
-    return peers->gemv_bf16(stream, ps->a.at(slot), ps->x.at(slot), ps->c.at(slot), s.m, s.k,
-                            s.l, DType::kBF16);
+    return peers->gemv_bf16(stream, ps->a.at(slot), ps->x.at(slot), ps->c.at(slot), s.m, s.k, s.l,
+                            DType::kBF16);
   };
   out->peers.push_back(std::move(cublas));
   return Status::Ok();
@@ -130,31 +129,24 @@ Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
 }  // namespace
 
 void register_nvfp4_gemv_ops(OpRegistry& reg) {
-  const auto layout = [](const char* name, const char* help) {
-    return ParamSpec{name, ParamKind::kChoice, "linear", help, {"linear", "blocked"}};
-  };
-  const auto cfg = [](const char* name, const char* help) {
-    return ParamSpec{name, ParamKind::kInt, "0", help, {}};
+  const auto with = [](std::vector<ParamSpec> v, const std::vector<ParamSpec>& more) {
+    v.insert(v.end(), more.begin(), more.end());
+    return v;
   };
   reg.add({"gemv", "nvfp4_gemv",
            "c[l][m] = sum_k A[l][m][k] * B[l][k], A and B NVFP4, fp16/bf16 out; checked against "
            "the float64 reference (GPU MODE rule)",
-           {{"m", ParamKind::kInt, "7168", "rows of A", {}},
-            {"k", ParamKind::kInt, "16384", "values per row (a multiple of 16)", {}},
-            {"l", ParamKind::kInt, "1", "batches (L)", {}},
-            layout("a_layout", "scale layout of A"),
-            layout("b_layout", "scale layout of B"),
-            {"out", ParamKind::kChoice, "fp16", "output dtype", {"fp16", "bf16"}},
-            {"data",
-             ParamKind::kChoice,
-             "realistic",
-             "check input: quantized normal data, or the GPU MODE GEMV generator",
-             {"realistic", "gpumode"}},
-            {"seed", ParamKind::kInt, "1", "random data seed", {}},
-            cfg("rt", "config: 16-row tiles per CTA (0 = heuristic)"),
-            cfg("warps", "config: warps per CTA (0 = heuristic)"),
-            cfg("cluster", "config: CTAs splitting K (0 = heuristic)"),
-            cfg("depth", "config: groups in flight per lane (0 = heuristic)")},
+           with(with(
+                    {
+                        {"m", ParamKind::kInt, "7168", "rows of A", {}},
+                        {"k", ParamKind::kInt, "16384", "values per row (a multiple of 16)", {}},
+                        {"l", ParamKind::kInt, "1", "batches (L)", {}},
+                    },
+                    nvfp4_product_params("GEMV")),
+                {config_param("rt", "config: 16-row tiles per CTA (0 = heuristic)"),
+                 config_param("warps", "config: warps per CTA (0 = heuristic)"),
+                 config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
+                 config_param("depth", "config: groups in flight per lane (0 = heuristic)")}),
            check_gemv, bench_gemv});
 }
 
