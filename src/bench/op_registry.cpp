@@ -131,6 +131,7 @@ const OpRegistry& builtin_registry() {
   static const OpRegistry reg = [] {
     OpRegistry r;
     register_nvfp4_codec_ops(r);
+    register_rowwise_ops(r);
     register_nvfp4_gemv_ops(r);
     register_nvfp4_gemm_ops(r);
     return r;

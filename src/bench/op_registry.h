@@ -115,6 +115,7 @@ std::string describe_params(const std::map<std::string, std::string>& values,
 
 // Registration functions, one per op family file.
 void register_nvfp4_codec_ops(OpRegistry& reg);
+void register_rowwise_ops(OpRegistry& reg);
 void register_nvfp4_gemv_ops(OpRegistry& reg);
 void register_nvfp4_gemm_ops(OpRegistry& reg);
 

@@ -2,7 +2,45 @@
 
 #include <string>
 
+#include "ops/rowwise_config.h"
+#include "ops/rowwise_plan.h"
+
 namespace kestrel::ops {
+
+namespace {
+
+// Row-wise kernels: the heuristic's configurations for a short row (several
+// rows per CTA) and the longest (a 16-CTA cluster) in every dtype, a one-row
+// CTA in bf16, the misaligned (scalar) path, and the finishing kernels.
+void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
+  const RowwiseOp ops[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
+                           RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
+                           RowwiseOp::kCrossEntropyFwd, RowwiseOp::kCrossEntropyBwd};
+  auto add = [&](RowwiseOp op, DType t, int64_t n, bool aligned, const RmsNormVariant& v) {
+    RowPlan plan;
+    plan.cfg = rowwise_default_config(op, 32768, n, t, 132);
+    plan.vpt = vectors_per_thread(plan.cfg, n, t);
+    plan.aligned = aligned;
+    specs->push_back(rowwise_kernel_spec(op, t, plan, v));
+  };
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (RowwiseOp op : ops) {
+      const RmsNormVariant v{op == RowwiseOp::kRmsNormFwd, true, t};
+      add(op, t, 1000, true, v);
+      add(op, t, 262144, true, v);
+      if (t == DType::kBF16) {
+        add(op, t, 16384, true, v);
+        add(op, t, 1001, false, {false, false, t});
+      }
+    }
+    specs->push_back(
+        {"rmsnorm.cuh", std::string("kestrel::column_sum_kernel<") + cuda_type(t) + ">", {}});
+  }
+  add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, true, {true, true, DType::kF32});
+  specs->push_back({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}});
+}
+
+}  // namespace
 
 std::vector<rt::KernelSpec> default_kernel_specs() {
   std::vector<rt::KernelSpec> specs;
@@ -36,6 +74,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
                           "__half, 64, 6, 1, false, false", "__half, 128, 4, 1, false, true",
                           "__nv_bfloat16, 256, 3, 2, true, true"})
     specs.push_back({"nvfp4_gemm.cuh", std::string("kestrel::nvfp4_gemm_kernel<") + cfg + ">", {}});
+  append_rowwise_specs(&specs);
   specs.push_back({"bench_l2_flush.cuh", "kestrel::l2_flush_read_kernel", {}});
   return specs;
 }

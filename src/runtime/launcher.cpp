@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "runtime/compiler.h"
@@ -16,6 +17,8 @@ struct Loaded {
   cudaKernel_t kernel = nullptr;
   std::map<int, size_t> smem_set;  // device -> dynamic smem limit already raised to
   std::map<int, bool> non_portable_set;  // device -> clusters over 8 CTAs allowed
+  // (device, threads, cluster size, dynamic smem) -> max_active_clusters
+  std::map<std::tuple<int, unsigned, unsigned, size_t>, int> occupancy;
 };
 
 std::mutex g_mu;
@@ -108,6 +111,31 @@ Status Kernel::prepare(const LaunchShape& shape) const {
 
 Status Kernel::max_active_clusters(const LaunchShape& shape, int* out) const {
   KESTREL_RETURN_IF_ERROR(prepare(shape));
+  // Queried per call by persistent launches: remember the answer.
+  int dev = 0;
+  KESTREL_CUDA_RETURN(cudaGetDevice(&dev));
+  const auto key = std::make_tuple(dev, shape.block.x * shape.block.y * shape.block.z,
+                                   shape.cluster.x * shape.cluster.y * shape.cluster.z,
+                                   shape.smem_bytes);
+  Loaded* entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto& [k, l] : loaded())
+      if (l.kernel == handle_) entry = &l;
+    if (entry == nullptr) return Status::Internal("occupancy of a kernel that was never loaded");
+    auto it = entry->occupancy.find(key);
+    if (it != entry->occupancy.end()) {
+      *out = it->second;
+      return Status::Ok();
+    }
+  }
+  KESTREL_RETURN_IF_ERROR(query_max_active_clusters(shape, out));
+  std::lock_guard<std::mutex> lock(g_mu);
+  entry->occupancy[key] = *out;
+  return Status::Ok();
+}
+
+Status Kernel::query_max_active_clusters(const LaunchShape& shape, int* out) const {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = launch_config(shape, nullptr, &attr);
   if (cfg.numAttrs == 0) {  // no cluster: blocks per SM times SMs

@@ -32,6 +32,7 @@ class Kernel {
   cudaKernel_t handle() const { return handle_; }
 
  private:
+  Status query_max_active_clusters(const LaunchShape& shape, int* out) const;
   // Raises the kernel's dynamic shared memory limit and allows clusters over
   // 8 CTAs where `shape` needs it (once per kernel and device).
   Status prepare(const LaunchShape& shape) const;

@@ -1,0 +1,193 @@
+// The reduction ladder shared by the row-wise kernels (RMSNorm, softmax,
+// cross-entropy): thread -> warp (butterfly shuffles) -> block (shared memory)
+// -> cluster (distributed shared memory: st.async into every peer's buffer,
+// completing on that peer's mbarrier).
+//
+// Values are small float tuples (Floats<K>) combined by an Op. Every stage
+// combines in a fixed order, and every combine is commutative bit for bit
+// (products are rounded separately, never fused into an FMA), so a butterfly
+// leaves the identical value in every lane and every CTA of a cluster reads
+// identical buffers: all threads of a row agree on the result, and repeated
+// runs are bitwise equal.
+#pragma once
+#include <cuda/std/cstdint>
+
+#include "common/ptx.cuh"
+
+namespace kestrel {
+
+// K floats, aligned so that one st.async (b32, v2 or v4) moves the tuple.
+template <int K>
+struct alignas(K == 1   ? 4
+               : K == 2 ? 8
+                        : 16) Floats {
+  float f[K];
+};
+
+namespace reduce {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct Sum {
+  static constexpr int K = 1;
+  __device__ static Floats<1> identity() { return {{0.0f}}; }
+  __device__ static Floats<1> combine(Floats<1> a, Floats<1> b) { return {{a.f[0] + b.f[0]}}; }
+};
+
+struct Max {
+  static constexpr int K = 1;
+  __device__ static Floats<1> identity() { return {{-__int_as_float(0x7f800000)}}; }
+  __device__ static Floats<1> combine(Floats<1> a, Floats<1> b) {
+    return {{fmaxf(a.f[0], b.f[0])}};
+  }
+};
+
+// e^(m_from - m_to) for merging a partial sum of exponentials taken relative
+// to m_from into one relative to m_to >= m_from. Equal maxima give exactly 1,
+// which also keeps (-inf, 0) partials of empty or all -inf slices NaN-free.
+__device__ __forceinline__ float rescale(float m_from, float m_to) {
+  return m_from == m_to ? 1.0f : ptx::ex2_approx((m_from - m_to) * kLog2e);
+}
+
+// Online softmax statistics (QuACK's trick: one exchange instead of two):
+// f[0] = max m, f[1] = sum_j e^(x_j - m). A thread builds its own pair from
+// the values it holds; pairs merge by rescaling to the larger max.
+struct MaxExpSum {
+  static constexpr int K = 2;
+  __device__ static Floats<2> identity() { return {{-__int_as_float(0x7f800000), 0.0f}}; }
+  __device__ static Floats<2> combine(Floats<2> a, Floats<2> b) {
+    const float m = fmaxf(a.f[0], b.f[0]);
+    return {{m, __fadd_rn(__fmul_rn(a.f[1], rescale(a.f[0], m)),
+                          __fmul_rn(b.f[1], rescale(b.f[0], m)))}};
+  }
+};
+
+// MaxExpSum plus a plain sum in f[2] (cross-entropy's sum of logits for label
+// smoothing).
+struct MaxExpSumPlusSum {
+  static constexpr int K = 3;
+  __device__ static Floats<3> identity() { return {{-__int_as_float(0x7f800000), 0.0f, 0.0f}}; }
+  __device__ static Floats<3> combine(Floats<3> a, Floats<3> b) {
+    const Floats<2> ms = MaxExpSum::combine({{a.f[0], a.f[1]}}, {{b.f[0], b.f[1]}});
+    return {{ms.f[0], ms.f[1], a.f[2] + b.f[2]}};
+  }
+};
+
+// Butterfly over the LANES lanes of aligned lane groups (LANES a power of two
+// <= 32): every lane of a group ends with the group's combined value.
+template <class Op, int LANES>
+__device__ __forceinline__ Floats<Op::K> warp_allreduce(Floats<Op::K> v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o >>= 1) {
+    Floats<Op::K> u;
+#pragma unroll
+    for (int k = 0; k < Op::K; ++k) u.f[k] = __shfl_xor_sync(0xffffffffu, v.f[k], o);
+    v = Op::combine(v, u);
+  }
+  return v;
+}
+
+// Sends a tuple into the same slot of CTA `rank`'s buffer, completing its bytes
+// on that CTA's mbarrier (`slot` and `bar` are local shared::cta addresses).
+template <int K>
+__device__ __forceinline__ void send(const Floats<K>& v, uint32_t slot, uint32_t bar,
+                                     uint32_t rank) {
+  const uint32_t a = ptx::map_shared_rank(slot, rank), b = ptx::map_shared_rank(bar, rank);
+  if constexpr (K == 1) {
+    ptx::st_async(a, __float_as_uint(v.f[0]), b);
+  } else if constexpr (K == 2) {
+    ptx::st_async(a, __float_as_uint(v.f[0]), __float_as_uint(v.f[1]), b);
+  } else {
+    uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int k = 0; k < K; ++k) w[k] = __float_as_uint(v.f[k]);
+    ptx::st_async(a, w[0], w[1], w[2], w[3], b);
+  }
+}
+
+}  // namespace reduce
+
+// Reduces one value per thread over the TPR threads of each row of a CTA
+// (THREADS / TPR rows, threads [r*TPR, (r+1)*TPR) hold row r) and over the
+// CLUSTER CTAs that split the row. Every thread of the row gets the result.
+//
+// Stages: warp butterfly; then, when a row spans several warps or CTAs, lane
+// 0..CLUSTER-1 of each warp writes the warp's value into slot [row][rank][warp]
+// of CTA 0..CLUSTER-1 (st.async + mbarrier; plain st.shared + __syncthreads
+// without a cluster); each warp then reads the row's CLUSTER x WARPS slots in
+// a fixed lane assignment and finishes with a butterfly.
+//
+// A kernel may reduce several times (a persistent loop over rows): the buffer
+// and mbarrier alternate with the call index, which is safe because a CTA's
+// message for call i+1 is only sent after the warp has read call i's buffer,
+// and no peer can reach call i+2 before receiving it.
+// Usage: init() first (all threads), ready() before the first reduce().
+template <class Op, int THREADS, int TPR, int CLUSTER>
+struct RowReducer {
+  static constexpr int K = Op::K;
+  static constexpr int ROWS = THREADS / TPR;
+  static constexpr int LANES = TPR < 32 ? TPR : 32;
+  static constexpr int WARPS = TPR < 32 ? 1 : TPR / 32;  // warps per row
+  static constexpr int SLOTS = CLUSTER * WARPS;          // per row
+  static constexpr bool CROSS = SLOTS > 1;
+  static_assert(THREADS % 32 == 0 && THREADS % TPR == 0 && (TPR & (TPR - 1)) == 0, "row shape");
+  static_assert(CLUSTER == 1 || TPR >= 32, "a row split over a cluster must span whole warps");
+  static_assert(SLOTS <= 32 * 32, "at most 32 slots per lane");
+  static constexpr uint32_t kTxBytes = uint32_t(ROWS * SLOTS * sizeof(Floats<K>));
+
+  Floats<K> (*buf)[ROWS][SLOTS];  // [2] buffers
+  uint64_t* bars;                 // [2] mbarriers (CLUSTER > 1)
+
+  __device__ RowReducer() {
+    __shared__ Floats<K> s_buf[CROSS ? 2 : 1][ROWS][CROSS ? SLOTS : 1];
+    __shared__ uint64_t s_bars[2];
+    buf = reinterpret_cast<Floats<K>(*)[ROWS][SLOTS]>(s_buf);
+    bars = s_bars;
+  }
+
+  __device__ void init() {
+    if constexpr (CLUSTER > 1) {
+      if (threadIdx.x == 0) {
+        for (int i = 0; i < 2; ++i) {
+          ptx::mbarrier_init(ptx::smem_u32(&bars[i]), 1);
+          ptx::mbarrier_arrive_expect_tx(ptx::smem_u32(&bars[i]), kTxBytes);
+        }
+        ptx::fence_mbarrier_init_cluster();
+      }
+      ptx::cluster_arrive_relaxed();
+    }
+  }
+
+  // Every peer's mbarriers are initialised once this returns.
+  __device__ void ready() {
+    if constexpr (CLUSTER > 1) ptx::cluster_wait();
+  }
+
+  __device__ Floats<K> reduce(Floats<K> v, int call = 0) {
+    v = reduce::warp_allreduce<Op, LANES>(v);
+    if constexpr (CROSS) {
+      const int lane = threadIdx.x % 32, warp = (threadIdx.x % TPR) / 32;
+      const int row = threadIdx.x / TPR;
+      Floats<K>(*b)[SLOTS] = buf[call & 1];
+      if constexpr (CLUSTER > 1) {
+        const uint32_t rank = ptx::cluster_ctarank();
+        const uint32_t bar = ptx::smem_u32(&bars[call & 1]);
+        if (lane < CLUSTER)
+          reduce::send<K>(v, ptx::smem_u32(&b[row][rank * WARPS + warp]), bar, uint32_t(lane));
+        ptx::mbarrier_wait_parity(bar, uint32_t(call >> 1) & 1u);
+        // Re-arm for call + 2; peers cannot send that before our call + 1 message.
+        if (threadIdx.x == 0) ptx::mbarrier_arrive_expect_tx(bar, kTxBytes);
+      } else {
+        if (lane == 0) b[row][warp] = v;
+        __syncthreads();
+      }
+      v = Op::identity();
+#pragma unroll
+      for (int s = lane; s < SLOTS; s += 32) v = Op::combine(v, b[row][s]);
+      v = reduce::warp_allreduce<Op, 32>(v);
+    }
+    return v;
+  }
+};
+
+}  // namespace kestrel

@@ -1,0 +1,270 @@
+// How the row-wise kernels hold a row on chip, and how they move it.
+//
+// Geometry: a CTA of THREADS threads works on THREADS / TPR rows at once (TPR
+// threads per row); a row may also be split over CLUSTER CTAs. Each thread
+// holds VPT "vectors" of 16 bytes (VEC = 16 / sizeof(T) elements) of its row.
+// Vector i of thread tr in CTA rank r starts at column
+//     ((r * VPT + i) * TPR + tr) * VEC,
+// so each CTA owns one contiguous slice of the row and every load instruction
+// of a warp covers contiguous bytes (128-bit coalesced accesses).
+//
+// Tails: a vector entirely inside the row moves with one 16-byte access when
+// the row is 16-byte aligned (ALIGNED); the partial last vector, and every
+// vector of a misaligned row, moves element by element. Elements past the row
+// end read as a neutral fill value (0, or -inf for max/exp reductions, so the
+// reductions need no masks) and are never stored. Passing n = 0 turns a whole
+// row into fill/no-ops, which is how threads of rows past M stay in the
+// reductions without touching memory.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "common/ptx.cuh"
+
+namespace kestrel {
+
+template <int THREADS_, int TPR_, int VPT_, int CLUSTER_>
+struct RowGeom {
+  static constexpr int THREADS = THREADS_, TPR = TPR_, VPT = VPT_, CLUSTER = CLUSTER_;
+  static constexpr int ROWS = THREADS / TPR;  // rows per CTA
+};
+
+// This thread's place in the geometry for element type T.
+template <typename T, class G>
+struct RowSlice {
+  static constexpr int VEC = 16 / int(sizeof(T));
+  int tr, row_local, rank;
+  __device__ explicit RowSlice(int cta_rank)
+      : tr(int(threadIdx.x) % G::TPR), row_local(int(threadIdx.x) / G::TPR), rank(cta_rank) {}
+  __device__ int col(int i) const { return ((rank * G::VPT + i) * G::TPR + tr) * VEC; }
+};
+
+// ---- Element <-> fp32, on 32-bit words of packed elements; kNegInf: the
+// raw bits of -infinity (the fill for max / exp-sum reductions) ----
+template <typename X>
+struct Elem;
+template <>
+struct Elem<float> {
+  static constexpr int PER_WORD = 1;
+  static constexpr uint32_t kNegInf = 0xff800000u;
+  __device__ static void to_f32(uint32_t w, float* f) { f[0] = __uint_as_float(w); }
+  __device__ static uint32_t from_f32(const float* f) { return __float_as_uint(f[0]); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  static constexpr int PER_WORD = 2;
+  static constexpr uint32_t kNegInf = 0xff80u;
+  __device__ static void to_f32(uint32_t w, float* f) {
+    f[0] = __uint_as_float(w << 16);
+    f[1] = __uint_as_float(w & 0xffff0000u);
+  }
+  __device__ static uint32_t from_f32(const float* f) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(f[0], f[1]);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+};
+template <>
+struct Elem<__half> {
+  static constexpr int PER_WORD = 2;
+  static constexpr uint32_t kNegInf = 0xfc00u;
+  __device__ static void to_f32(uint32_t w, float* f) {
+    const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&w));
+    f[0] = v.x;
+    f[1] = v.y;
+  }
+  __device__ static uint32_t from_f32(const float* f) {
+    const __half2 h = __floats2half2_rn(f[0], f[1]);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+};
+
+template <typename X, int WORDS>
+__device__ __forceinline__ void unpack_words(const uint32_t (&w)[WORDS],
+                                             float (&f)[WORDS * Elem<X>::PER_WORD]) {
+#pragma unroll
+  for (int i = 0; i < WORDS; ++i) Elem<X>::to_f32(w[i], &f[i * Elem<X>::PER_WORD]);
+}
+
+// 16 bytes of T as VEC floats, and back (round to nearest even).
+template <typename T>
+__device__ __forceinline__ void unpack(const uint4& v, float (&f)[16 / sizeof(T)]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  unpack_words<T, 4>(w, f);
+}
+template <typename T>
+__device__ __forceinline__ uint4 pack(const float (&f)[16 / sizeof(T)]) {
+  constexpr int P = Elem<T>::PER_WORD;
+  return make_uint4(Elem<T>::from_f32(&f[0]), Elem<T>::from_f32(&f[P]),
+                    Elem<T>::from_f32(&f[2 * P]), Elem<T>::from_f32(&f[3 * P]));
+}
+
+template <typename X>
+__device__ __forceinline__ uint32_t load_bits(const X* p) {
+  if constexpr (sizeof(X) == 2) {
+    return __ldg(reinterpret_cast<const unsigned short*>(p));
+  } else {
+    return __ldg(reinterpret_cast<const unsigned int*>(p));
+  }
+}
+template <typename X>
+__device__ __forceinline__ float load_f32(const X* p) {
+  float f[Elem<X>::PER_WORD];
+  Elem<X>::to_f32(load_bits(p), f);  // a 2-byte element lands in the low half
+  return f[0];
+}
+
+// Element e (0 <= e < 16 / sizeof(T)) of a packed vector, as raw bits.
+template <typename T>
+__device__ __forceinline__ uint32_t lane_bits(const uint4& v, int e) {
+  constexpr int P = Elem<T>::PER_WORD;
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  return P == 1 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu;
+}
+
+// The VEC elements of T at row[c..c+VEC); elements past n read as `fill`
+// (raw bits of T).
+template <typename T, bool ALIGNED>
+__device__ __forceinline__ uint4 load_vec(const T* row, int c, int n, uint32_t fill = 0) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (ALIGNED && c + VEC <= n) return ptx::ld_stream_v4(row + c);
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    const uint32_t bits = c + e < n ? load_bits(row + c + e) : fill;
+    if constexpr (sizeof(T) == 2) {
+      w[e / 2] |= bits << (16 * (e % 2));
+    } else {
+      w[e] = bits;
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <typename T, bool ALIGNED>
+__device__ __forceinline__ void store_vec(T* row, int c, int n, const uint4& v) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (ALIGNED && c + VEC <= n) {
+    *reinterpret_cast<uint4*>(row + c) = v;
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    if (c + e < n) {
+      if constexpr (sizeof(T) == 2) {
+        reinterpret_cast<unsigned short*>(row)[c + e] = (unsigned short)lane_bits<T>(v, e);
+      } else {
+        reinterpret_cast<unsigned int*>(row)[c + e] = lane_bits<T>(v, e);
+      }
+    }
+  }
+}
+
+// Whether every vector of this thread lies inside the row: then a whole row
+// moves with unconditional 16-byte accesses (the common case; per-vector
+// checks would cost registers and branches for nothing).
+template <typename T, class G, bool ALIGNED>
+__device__ __forceinline__ bool slice_full(const RowSlice<T, G>& s, int n) {
+  return ALIGNED && s.col(G::VPT - 1) + RowSlice<T, G>::VEC <= n;
+}
+
+// This thread's vectors of a row into registers; elements past n read as
+// `fill` (raw bits of T).
+template <typename T, class G, bool ALIGNED>
+__device__ __forceinline__ void load_row(uint4 (&v)[G::VPT], const T* row, const RowSlice<T, G>& s,
+                                         int n, uint32_t fill = 0) {
+  if (slice_full<T, G, ALIGNED>(s, n)) {
+#pragma unroll
+    for (int i = 0; i < G::VPT; ++i) v[i] = ptx::ld_stream_v4(row + s.col(i));
+  } else {
+#pragma unroll
+    for (int i = 0; i < G::VPT; ++i) v[i] = load_vec<T, ALIGNED>(row, s.col(i), n, fill);
+  }
+}
+
+// Stores vector i of this thread, values from f(i) (an fp32 array's pack).
+template <typename T, class G, bool ALIGNED, class F>
+__device__ __forceinline__ void store_row(T* row, const RowSlice<T, G>& s, int n, F&& f) {
+  if (slice_full<T, G, ALIGNED>(s, n)) {
+#pragma unroll
+    for (int i = 0; i < G::VPT; ++i) *reinterpret_cast<uint4*>(row + s.col(i)) = f(i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < G::VPT; ++i) store_vec<T, ALIGNED>(row, s.col(i), n, f(i));
+  }
+}
+
+// A thread's vectors of one row staged in shared memory, laid out
+// [ROWS][VPT][TPR] x 16 bytes from `base` so that a warp's accesses to vector
+// i are contiguous (conflict-free).
+template <class G>
+struct StagedRow {
+  uint4* p;  // vector i at p[i * TPR]
+  __device__ StagedRow(uint4* base, int row_local, int tr)
+      : p(base + row_local * G::VPT * G::TPR + tr) {}
+  // Volatile: a reload is cheaper than the registers a kept copy would hold.
+  __device__ uint4 get(int i) const { return ptx::ld_shared_v4(p + i * G::TPR); }
+};
+
+// This thread's vectors of a row into shared memory: full vectors by cp.async
+// (no register staging, so all are in flight at once; complete with
+// cp_async_wait_all), the rest through registers, zero past n.
+template <typename T, class G, bool ALIGNED>
+__device__ __forceinline__ void stage_row(const StagedRow<G>& dst, const T* row,
+                                          const RowSlice<T, G>& s, int n) {
+  constexpr int VEC = RowSlice<T, G>::VEC;
+#pragma unroll
+  for (int i = 0; i < G::VPT; ++i) {
+    const int c = s.col(i);
+    if (ALIGNED && c + VEC <= n) {
+      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), row + c);
+    } else {
+      dst.p[i * G::TPR] = load_vec<T, false>(row, c, n);
+    }
+  }
+}
+
+// COUNT elements of X at p[c..c+COUNT) as floats (zero past n), through the
+// L1-cached path: for small operands every row re-reads (RMSNorm weights).
+template <typename X, int COUNT, bool ALIGNED>
+__device__ __forceinline__ void load_floats_cached(const X* p, int c, int n, float (&f)[COUNT]) {
+  constexpr int BYTES = COUNT * int(sizeof(X));
+  if (ALIGNED && c + COUNT <= n && BYTES % 8 == 0) {
+    uint32_t w[BYTES / 4];
+#pragma unroll
+    for (int q = 0; q < BYTES / 16; ++q) {
+      const uint4 v = ptx::ld_nc_v4(reinterpret_cast<const uint4*>(p + c) + q);
+      w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+    }
+    if constexpr (BYTES % 16 == 8) {
+      const uint2 v = ptx::ld_nc_v2(reinterpret_cast<const uint2*>(p + c) + BYTES / 16 * 2);
+      w[BYTES / 4 - 2] = v.x, w[BYTES / 4 - 1] = v.y;
+    }
+    unpack_words<X, BYTES / 4>(w, f);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < COUNT; ++e) f[e] = c + e < n ? load_f32(p + c + e) : 0.0f;
+}
+
+// Register pressure: a row is held packed (a bf16 vector in 4 registers, not
+// 8). Between passes over it, opaque() makes the compiler re-derive the fp32
+// values from the packed registers (a shift or convert per element) instead of
+// keeping the previous pass's 2x larger fp32 copy alive.
+template <int VPT>
+__device__ __forceinline__ void opaque(uint4 (&v)[VPT]) {
+#pragma unroll
+  for (int i = 0; i < VPT; ++i)
+    asm volatile("" : "+r"(v[i].x), "+r"(v[i].y), "+r"(v[i].z), "+r"(v[i].w));
+}
+
+// The CTA's rank in its cluster (CLUSTER > 1), else 0.
+template <int CLUSTER>
+__device__ __forceinline__ int cta_rank() {
+  if constexpr (CLUSTER > 1) {
+    return int(ptx::cluster_ctarank());
+  } else {
+    return 0;
+  }
+}
+
+}  // namespace kestrel

@@ -1,0 +1,185 @@
+// Cross-entropy over rows of logits with torch.nn.functional.cross_entropy
+// semantics: ignore_index, label smoothing eps, reduction none/sum/mean.
+//
+// Forward: the row is read once; one MaxExpSumPlusSum reduction gives
+// max, sum e^(x - max) and sum x, so lse = max + log(sum) and
+//   loss = (1 - eps) (lse - x_t) + eps (lse - sum(x) / V)
+// (x_t is one element, read directly). Ignored rows get loss 0; a target
+// outside [0, V) that is not ignore_index gets NaN (PyTorch raises instead).
+// Losses go per row to `loss` (reduction none) or to a workspace that
+// xent_finish_kernel sums in a fixed order (sum/mean: deterministic).
+//
+// Backward: elementwise given the saved lse,
+//   dx_j = g (e^(x_j - lse) - eps / V) - g (1 - eps) [j == t],
+// g = dloss_i (none), dloss (sum) or dloss / kept rows (mean, prepared by
+// xent_finish_kernel). Ignored rows get zeros. Each thread reads its elements
+// before writing them, so dlogits may be the logits themselves.
+#pragma once
+#include "common/reduce.cuh"
+#include "common/row_io.cuh"
+
+namespace kestrel {
+
+struct XentFwdParams {
+  const void* logits;
+  long long row_stride;
+  const long long* target;  // [m]
+  long long ignore_index;
+  float smoothing;
+  float* lse;   // [m]
+  float* loss;  // [m]: per-row losses
+  long long m;
+  int n;
+};
+
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED>
+__global__ void __launch_bounds__(THREADS)
+    xent_fwd_kernel(const __grid_constant__ XentFwdParams p) {
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
+  constexpr int VEC = 16 / sizeof(T);
+  const float kNegInf = -__int_as_float(0x7f800000);
+  RowReducer<reduce::MaxExpSumPlusSum, THREADS, TPR, CLUSTER> red;
+  red.init();
+  const RowSlice<T, G> s(cta_rank<CLUSTER>());
+  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
+  const int n = row < p.m ? p.n : 0;
+
+  uint4 v[VPT];
+  const T* x = static_cast<const T*>(p.logits) + row * p.row_stride;
+  load_row<T, G, ALIGNED>(v, x, s, n, Elem<T>::kNegInf);  // -inf past the end: no masks
+  // The thread that writes the loss fetches the target logit now, so that its
+  // dependent loads overlap the row's instead of following the reduction.
+  const bool writer = n > 0 && s.rank == 0 && s.tr == 0;
+  const long long t = writer ? p.target[row] : 0;
+  const bool counted = t != p.ignore_index, in_range = t >= 0 && t < n;
+  const float x_t = writer && counted && in_range ? load_f32(x + t) : 0.0f;
+  red.ready();
+
+  Floats<3> st = reduce::MaxExpSumPlusSum::identity();
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    float a[VEC];
+    unpack<T>(v[i], a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) st.f[0] = fmaxf(st.f[0], a[e]);
+  }
+  opaque(v);
+  if (p.smoothing != 0.0f) {  // sum of the logits, masked (the fill is -inf)
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      float a[VEC];
+      unpack<T>(v[i], a);
+      const int valid = n - s.col(i);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (e < valid) st.f[2] += a[e];
+    }
+    opaque(v);
+  }
+  if (st.f[0] != kNegInf) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      float a[VEC];
+      unpack<T>(v[i], a);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) st.f[1] += ptx::ex2_approx((a[e] - st.f[0]) * reduce::kLog2e);
+    }
+  }
+  st = red.reduce(st);
+
+  if (writer) {
+    // An infinite max is the lse itself (all -inf row, or a +inf logit).
+    const float lse = isinf(st.f[0]) ? st.f[0] : st.f[0] + logf(st.f[1]);
+    float loss = 0.0f;
+    if (counted) {
+      if (!in_range) {
+        loss = __int_as_float(0x7fc00000);
+      } else {
+        loss = (1.0f - p.smoothing) * (lse - x_t);
+        if (p.smoothing != 0.0f) loss += p.smoothing * (lse - st.f[2] / float(n));
+      }
+    }
+    p.lse[row] = lse;
+    p.loss[row] = loss;
+  }
+}
+
+struct XentBwdParams {
+  const void* logits;
+  long long logits_row;
+  void* dlogits;  // may equal logits
+  long long dlogits_row;
+  const long long* target;
+  long long ignore_index;
+  float smoothing;
+  const float* lse;
+  const float* grad;  // g of row i is grad[i * grad_stride]
+  long long grad_stride;
+  long long m;
+  int n;
+};
+
+// No reduction: SPLIT CTAs (not a cluster) share a row, each its own slice.
+template <typename T, int THREADS, int TPR, int VPT, int SPLIT, bool ALIGNED>
+__global__ void __launch_bounds__(THREADS)
+    xent_bwd_kernel(const __grid_constant__ XentBwdParams p) {
+  using G = RowGeom<THREADS, TPR, VPT, SPLIT>;
+  constexpr int VEC = 16 / sizeof(T);
+  const RowSlice<T, G> s(int(blockIdx.x % SPLIT));
+  const long long row = (long long)(blockIdx.x / SPLIT) * G::ROWS + s.row_local;
+  if (row >= p.m) return;  // no barriers in this kernel
+  const int n = p.n;
+
+  uint4 v[VPT];
+  load_row<T, G, ALIGNED>(v, static_cast<const T*>(p.logits) + row * p.logits_row, s, n);
+  const long long t = p.target[row];
+  const bool ignored = t == p.ignore_index;
+  const float g = ignored             ? 0.0f
+                  : (t < 0 || t >= n) ? __int_as_float(0x7fc00000)
+                                      : p.grad[row * p.grad_stride];
+  const float lse = p.lse[row];
+  const float uniform = p.smoothing / float(n), hit = 1.0f - p.smoothing;
+  store_row<T, G, ALIGNED>(static_cast<T*>(p.dlogits) + row * p.dlogits_row, s, n, [&](int i) {
+    float a[VEC];
+    unpack<T>(v[i], a);
+    const long long target_lane = t - s.col(i);  // element of this vector that is the target
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      const float p_e = ptx::ex2_approx((a[e] - lse) * reduce::kLog2e);
+      a[e] = ignored ? 0.0f : g * (p_e - uniform - (e == target_lane ? hit : 0.0f));
+    }
+    return pack<T>(a);
+  });
+}
+
+// One CTA of 1024 threads:
+//   out = (row_loss ? sum_i row_loss[i] : *dloss) / (mean ? kept rows : 1),
+// kept = rows whose target is not ignore_index. The sum runs in a fixed order
+// (thread t adds rows t, t + 1024, ... in turn, then the reduction ladder).
+// Forward sum/mean: row_loss = the per-row losses. Backward mean: row_loss =
+// null, giving the g that every row's gradient is scaled by.
+__global__ void __launch_bounds__(1024)
+    xent_finish_kernel(const float* row_loss, const float* dloss, const long long* target,
+                       long long m, long long ignore_index, bool mean, float* out) {
+  RowReducer<reduce::Sum, 1024, 1024, 1> red;
+  __shared__ unsigned long long warp_kept[32];
+  float sum = 0.0f;
+  unsigned long long kept = 0;
+#pragma unroll 4
+  for (long long i = threadIdx.x; i < m; i += 1024) {
+    if (row_loss != nullptr) sum += row_loss[i];
+    if (mean) kept += target[i] != ignore_index ? 1u : 0u;
+  }
+  sum = red.reduce({{sum}}).f[0];
+  for (int o = 16; o > 0; o >>= 1) kept += __shfl_xor_sync(0xffffffffu, kept, o);
+  if (threadIdx.x % 32 == 0) warp_kept[threadIdx.x / 32] = kept;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    kept = 0;
+    for (int w = 0; w < 32; ++w) kept += warp_kept[w];
+    const float v = row_loss != nullptr ? sum : *dloss;
+    *out = mean ? v / float(kept) : v;  // 0 / 0 = NaN when every row is ignored, as torch
+  }
+}
+
+}  // namespace kestrel

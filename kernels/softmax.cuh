@@ -1,0 +1,129 @@
+// Softmax over rows, forward and backward.
+//
+// Forward: the row is read once into registers; each thread forms its online
+// (max, sum of e^(x - max)) pair, one MaxExpSum reduction merges the pairs
+// over the row, and y = e^(x - max) / sum is written from the registers (the
+// exponentials are recomputed rather than stored: SFU throughput is far above
+// what DRAM bandwidth needs, registers are not). Elements past the row end
+// load as -inf, which both reductions ignore without masks.
+// Backward: dx = y * (dy - sum_j dy_j y_j). Two inputs of a long row do not
+// fit in registers, so both go to shared memory by cp.async (every load of
+// the slice in flight at once, no registers held) and two passes over shared
+// memory compute the Sum reduction and dx.
+#pragma once
+#include "common/reduce.cuh"
+#include "common/row_io.cuh"
+
+namespace kestrel {
+
+struct SoftmaxFwdParams {
+  const void* x;
+  long long x_row;
+  void* y;
+  long long y_row;
+  long long m;
+  int n;
+};
+
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED>
+__global__ void __launch_bounds__(THREADS)
+    softmax_fwd_kernel(const __grid_constant__ SoftmaxFwdParams p) {
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
+  constexpr int VEC = 16 / sizeof(T);
+  const float kNegInf = -__int_as_float(0x7f800000);
+  RowReducer<reduce::MaxExpSum, THREADS, TPR, CLUSTER> red;
+  red.init();
+  const RowSlice<T, G> s(cta_rank<CLUSTER>());
+  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
+  const int n = row < p.m ? p.n : 0;
+
+  uint4 v[VPT];
+  load_row<T, G, ALIGNED>(v, static_cast<const T*>(p.x) + row * p.x_row, s, n, Elem<T>::kNegInf);
+  red.ready();
+
+  Floats<2> st = reduce::MaxExpSum::identity();
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    float a[VEC];
+    unpack<T>(v[i], a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) st.f[0] = fmaxf(st.f[0], a[e]);
+  }
+  opaque(v);
+  if (st.f[0] != kNegInf) {  // else nothing to sum (and no -inf - -inf)
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      float a[VEC];
+      unpack<T>(v[i], a);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) st.f[1] += ptx::ex2_approx((a[e] - st.f[0]) * reduce::kLog2e);
+    }
+  }
+  st = red.reduce(st);
+  // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
+  const float mx = st.f[0], inv = 1.0f / st.f[1];
+  opaque(v);
+  store_row<T, G, ALIGNED>(static_cast<T*>(p.y) + row * p.y_row, s, n, [&](int i) {
+    float a[VEC];
+    unpack<T>(v[i], a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) a[e] = ptx::ex2_approx((a[e] - mx) * reduce::kLog2e) * inv;
+    return pack<T>(a);
+  });
+}
+
+struct SoftmaxBwdParams {
+  const void* dy;
+  long long dy_row;
+  const void* y;
+  long long y_row;
+  void* dx;
+  long long dx_row;
+  long long m;
+  int n;
+};
+
+// Dynamic shared memory: dy then y, each [ROWS][VPT][TPR] x 16 bytes.
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED>
+__global__ void __launch_bounds__(THREADS)
+    softmax_bwd_kernel(const __grid_constant__ SoftmaxBwdParams p) {
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
+  constexpr int VEC = 16 / sizeof(T);
+  extern __shared__ uint4 smem[];
+  RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
+  red.init();
+  const RowSlice<T, G> s(cta_rank<CLUSTER>());
+  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
+  const int n = row < p.m ? p.n : 0;
+
+  const StagedRow<G> dys(smem, s.row_local, s.tr), ys(smem + THREADS * VPT, s.row_local, s.tr);
+  stage_row<T, G, ALIGNED>(dys, static_cast<const T*>(p.dy) + row * p.dy_row, s, n);
+  stage_row<T, G, ALIGNED>(ys, static_cast<const T*>(p.y) + row * p.y_row, s, n);
+  ptx::cp_async_commit();
+  ptx::cp_async_wait_all();
+  red.ready();
+
+  float dot = 0.0f;
+#pragma unroll 1
+  for (int i = 0; i < VPT; ++i) {
+    float g[VEC], a[VEC];
+    unpack<T>(dys.get(i), g);
+    unpack<T>(ys.get(i), a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) dot = fmaf(g[e], a[e], dot);
+  }
+  dot = red.reduce({{dot}}).f[0];
+
+  T* dx = static_cast<T*>(p.dx) + row * p.dx_row;
+#pragma unroll 1
+  for (int i = 0; i < VPT; ++i) {
+    float g[VEC], a[VEC];
+    unpack<T>(dys.get(i), g);
+    unpack<T>(ys.get(i), a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) g[e] = a[e] * (g[e] - dot);
+    store_vec<T, ALIGNED>(dx, s.col(i), n, pack<T>(g));
+  }
+}
+
+}  // namespace kestrel

@@ -1,0 +1,152 @@
+// Host side of cross-entropy forward and backward: validate, plan, launch
+// kernels/cross_entropy.cuh (plus its fixed-order finishing kernel for the
+// sum/mean reductions).
+#include <algorithm>
+#include <string>
+
+#include "kestrel/rowwise.h"
+#include "ops/rowwise_plan.h"
+#include "ops/scratch.h"
+#include "ops/validate.h"
+#include "runtime/launcher.h"
+
+namespace kestrel {
+namespace {
+
+struct XentFwdParams {  // mirrors kernels/cross_entropy.cuh
+  const void* logits;
+  long long row_stride;
+  const long long* target;
+  long long ignore_index;
+  float smoothing;
+  float* lse;
+  float* loss;
+  long long m;
+  int n;
+};
+
+struct XentBwdParams {  // mirrors kernels/cross_entropy.cuh
+  const void* logits;
+  long long logits_row;
+  void* dlogits;
+  long long dlogits_row;
+  const long long* target;
+  long long ignore_index;
+  float smoothing;
+  const float* lse;
+  const float* grad;
+  long long grad_stride;
+  long long m;
+  int n;
+};
+
+// Checks shared by both directions; `scalar_name` is the tensor that is [M]
+// for kNone and [1] otherwise (loss or dloss).
+Status check_common(const TensorView& logits, const TensorView& target, const TensorView& lse,
+                    const TensorView& scalar, const char* scalar_name,
+                    const CrossEntropyOptions& opt) {
+  using namespace ops;
+  KESTREL_RETURN_IF_ERROR(check_rows(logits, "logits"));
+  const int64_t m = logits.shape[0];
+  KESTREL_RETURN_IF_ERROR(check_vector(target, "target", m, DType::kI64));
+  KESTREL_RETURN_IF_ERROR(check_vector(lse, "lse", m, DType::kF32));
+  KESTREL_RETURN_IF_ERROR(
+      check_vector(scalar, scalar_name, opt.reduction == Reduction::kNone ? m : 1, DType::kF32));
+  if (!(opt.label_smoothing >= 0.0f && opt.label_smoothing <= 1.0f))
+    return Status::InvalidArgument("opt.label_smoothing: must be in [0, 1], got " +
+                                   std::to_string(opt.label_smoothing));
+  return Status::Ok();
+}
+
+// See xent_finish_kernel: out = (row_loss ? sum row_loss : *dloss) / (mean ? kept : 1).
+Status finish(const float* row_loss, const float* dloss, const TensorView& target, int64_t m,
+              const CrossEntropyOptions& opt, float* out, cudaStream_t stream) {
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}}, &kernel));
+  rt::LaunchShape shape;
+  shape.block = dim3(1024);
+  return kernel(shape, stream, row_loss, dloss, static_cast<const long long*>(target.data),
+                static_cast<long long>(m), static_cast<long long>(opt.ignore_index),
+                opt.reduction == Reduction::kMean, out);
+}
+
+}  // namespace
+
+size_t cross_entropy_workspace_bytes(int64_t m, Reduction reduction) {
+  return reduction == Reduction::kNone ? 0 : size_t(std::max<int64_t>(m, 1)) * sizeof(float);
+}
+
+Status cross_entropy_fwd(const TensorView& logits, const TensorView& target, const TensorView& loss,
+                         const TensorView& lse, cudaStream_t stream,
+                         const CrossEntropyOptions& opt) {
+  using namespace ops;
+  KESTREL_RETURN_IF_ERROR(check_common(logits, target, lse, loss, "loss", opt));
+  const int64_t m = logits.shape[0], v = logits.shape[1];
+  const bool reduce = opt.reduction != Reduction::kNone;
+  Scratch scratch;
+  KESTREL_RETURN_IF_ERROR(scratch.acquire(
+      opt.workspace, cross_entropy_workspace_bytes(m, opt.reduction), stream, "opt.workspace"));
+  float* row_loss = reduce ? static_cast<float*>(scratch.get()) : static_cast<float*>(loss.data);
+  if (m > 0) {
+    RowPlan plan;
+    KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kCrossEntropyFwd, m, v, logits.dtype, opt.config,
+                                      all_aligned16({logits}), &plan));
+    rt::Kernel kernel;
+    KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+        rowwise_kernel_spec(RowwiseOp::kCrossEntropyFwd, logits.dtype, plan), &kernel));
+    const XentFwdParams p{logits.data,
+                          logits.stride[0],
+                          static_cast<const long long*>(target.data),
+                          static_cast<long long>(opt.ignore_index),
+                          opt.label_smoothing,
+                          static_cast<float*>(lse.data),
+                          row_loss,
+                          m,
+                          int(v)};
+    KESTREL_RETURN_IF_ERROR(kernel(plan.shape(plan.row_groups(m)), stream, p));
+  }
+  if (!reduce) return Status::Ok();
+  return finish(row_loss, nullptr, target, m, opt, static_cast<float*>(loss.data), stream);
+}
+
+Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
+                         const TensorView& target, const TensorView& lse, const TensorView& dlogits,
+                         cudaStream_t stream, const CrossEntropyOptions& opt) {
+  using namespace ops;
+  KESTREL_RETURN_IF_ERROR(check_common(logits, target, lse, dloss, "dloss", opt));
+  KESTREL_RETURN_IF_ERROR(check_rows_like(logits, "logits", dlogits, "dlogits"));
+  const int64_t m = logits.shape[0], v = logits.shape[1];
+  if (m == 0) return Status::Ok();
+  RowPlan plan;
+  KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kCrossEntropyBwd, m, v, logits.dtype, opt.config,
+                                    all_aligned16({logits, dlogits}), &plan));
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+      rowwise_kernel_spec(RowwiseOp::kCrossEntropyBwd, logits.dtype, plan), &kernel));
+  // Row i's gradient scale: dloss[i] (none), dloss[0] (sum), dloss[0] / kept (mean).
+  const float* grad = static_cast<const float*>(dloss.data);
+  Scratch scratch;
+  if (opt.reduction == Reduction::kMean) {
+    KESTREL_RETURN_IF_ERROR(scratch.acquire(
+        opt.workspace, cross_entropy_workspace_bytes(m, opt.reduction), stream, "opt.workspace"));
+    KESTREL_RETURN_IF_ERROR(
+        finish(nullptr, grad, target, m, opt, static_cast<float*>(scratch.get()), stream));
+    grad = static_cast<const float*>(scratch.get());
+  }
+  const XentBwdParams p{logits.data,
+                        logits.stride[0],
+                        dlogits.data,
+                        dlogits.stride[0],
+                        static_cast<const long long*>(target.data),
+                        static_cast<long long>(opt.ignore_index),
+                        opt.label_smoothing,
+                        static_cast<const float*>(lse.data),
+                        grad,
+                        opt.reduction == Reduction::kNone ? 1 : 0,
+                        m,
+                        int(v)};
+  return kernel(plan.shape(plan.row_groups(m), /*cluster_launch=*/false), stream, p);
+}
+
+}  // namespace kestrel

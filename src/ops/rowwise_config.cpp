@@ -1,0 +1,154 @@
+// The row-wise configuration space and its heuristic.
+//
+// Heuristic: a CTA of 256 threads holds 8 vectors of 16 bytes per thread of a
+// row (32 KiB: ~32 data registers per thread in the forward kernels, 64 KiB of
+// shared memory for the two staged inputs of softmax_bwd). That leaves room
+// for several CTAs per SM, so that one CTA's loads overlap another's
+// reduction. rmsnorm_bwd (fp32 dweight accumulators in registers, persistent
+// CTAs) has its own rule, below.
+// - Short rows: one CTA holds 256 / threads_per_row rows, with the fewest
+//   threads per row that keep the vectors per thread at the target (a warp or
+//   less per row needs no shared memory for the reduction).
+// - Long rows: split over a cluster of 2..16 CTAs, partial statistics
+//   exchanged through distributed shared memory; past 16 CTAs the CTAs grow
+//   to 512, then 1024 threads.
+// - Few rows: split them over more CTAs until the grid covers the GPU.
+#include "ops/rowwise_config.h"
+
+#include <algorithm>
+
+namespace kestrel {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int pow2_at_least(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
+
+// rmsnorm_bwd, measured on H100 (bf16 and fp32, 4K..262K): few, large CTAs
+// win. Up to 4 vectors per thread in CTAs of 256 threads for short rows; then
+// one CTA of 1024 threads with 2 vectors each; then CTAs of 512 threads (held
+// to 64 registers, two per SM) with 4 vectors each over a cluster of 2..16;
+// past that, 16 CTAs of 1024 threads.
+RowwiseConfig rmsnorm_bwd_config(int64_t vectors) {
+  if (vectors <= 256 * 4) return {256, pow2_at_least(ceil_div(vectors, 4)), 1};
+  if (vectors <= 1024 * 2) return {1024, 1024, 1};
+  const int cluster = pow2_at_least(ceil_div(vectors, 512 * 4));
+  return cluster <= 16 ? RowwiseConfig{512, 512, cluster} : RowwiseConfig{1024, 1024, 16};
+}
+
+}  // namespace
+
+const char* rowwise_op_name(RowwiseOp op) {
+  switch (op) {
+    case RowwiseOp::kRmsNormFwd:
+      return "rmsnorm_fwd";
+    case RowwiseOp::kRmsNormBwd:
+      return "rmsnorm_bwd";
+    case RowwiseOp::kSoftmaxFwd:
+      return "softmax_fwd";
+    case RowwiseOp::kSoftmaxBwd:
+      return "softmax_bwd";
+    case RowwiseOp::kCrossEntropyFwd:
+      return "cross_entropy_fwd";
+    case RowwiseOp::kCrossEntropyBwd:
+      return "cross_entropy_bwd";
+  }
+  return "?";
+}
+
+std::string RowwiseConfig::describe() const {
+  return "t" + std::to_string(threads) + " r" + std::to_string(threads_per_row) + " c" +
+         std::to_string(cluster);
+}
+
+namespace ops {
+
+int vectors_per_thread(const RowwiseConfig& c, int64_t n, DType t) {
+  return int(ceil_div(ceil_div(n, elements_per_vector(t)), int64_t(c.cluster) * c.threads_per_row));
+}
+
+// The reduction buffers' static shared memory, at most (common/reduce.cuh:
+// 2 x rows x cluster x warps per row x 16 bytes).
+size_t static_smem_bound(const RowwiseConfig& c) {
+  return size_t(c.cluster) * size_t(c.threads) + 64;
+}
+
+size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt) {
+  const bool staged = op == RowwiseOp::kSoftmaxBwd || op == RowwiseOp::kRmsNormBwd;
+  return staged ? 2 * size_t(c.threads) * size_t(vpt) * 16 : 0;
+}
+
+std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,
+                                 size_t max_smem) {
+  if (c.threads != 128 && c.threads != 256 && c.threads != 512 && c.threads != 1024)
+    return "threads must be 128, 256, 512 or 1024";
+  if (!is_pow2(c.threads_per_row) || c.threads_per_row > c.threads)
+    return "threads_per_row must be a power of two <= threads";
+  if (!is_pow2(c.cluster) || c.cluster > 16) return "cluster must be 1, 2, 4, 8 or 16";
+  if (c.cluster > 1 && c.threads_per_row < 32)
+    return "a row split over several CTAs needs threads_per_row >= 32";
+  const int vpt = vectors_per_thread(c, n, t);
+  if (vpt > kMaxVectorsPerThread)
+    return "rows of " + std::to_string(n) + " elements need " + std::to_string(vpt) +
+           " vectors per thread, at most " + std::to_string(kMaxVectorsPerThread) +
+           " are allowed: use more threads per row or a larger cluster";
+  const size_t smem = rowwise_smem_bytes(op, c, vpt) + static_smem_bound(c);
+  if (smem > max_smem)
+    return "needs " + std::to_string(smem) + " bytes of shared memory, the GPU allows " +
+           std::to_string(max_smem);
+  return "";
+}
+
+}  // namespace ops
+
+std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType dtype) {
+  std::vector<RowwiseConfig> out;
+  if (n < 1) return out;
+  // Skip shapes where over half of the thread slots of a row would stay empty.
+  const int64_t slots = pow2_at_least(ceil_div(n, ops::elements_per_vector(dtype)));
+  for (int threads : {128, 256, 512, 1024})
+    for (int tpr = 1; tpr <= threads; tpr *= 2)
+      for (int cluster = 1; cluster <= 16; cluster *= 2) {
+        const RowwiseConfig c{threads, tpr, cluster};
+        if (int64_t(tpr) * cluster > std::max<int64_t>(slots, 1)) continue;
+        if (ops::rowwise_config_error(op, c, n, dtype, kMaxSmemOptin).empty()) out.push_back(c);
+      }
+  return out;
+}
+
+RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype,
+                                     int sm_count) {
+  const int64_t vectors = ceil_div(std::max<int64_t>(n, 1), ops::elements_per_vector(dtype));
+  constexpr int kTarget = 8;
+  RowwiseConfig c;
+  if (op == RowwiseOp::kRmsNormBwd) {
+    c = rmsnorm_bwd_config(vectors);
+  } else if (vectors <= 256 * kTarget) {
+    c.threads = 256;
+    c.threads_per_row = pow2_at_least(ceil_div(vectors, kTarget));
+  } else {
+    c.threads = c.threads_per_row = 256;
+    c.cluster = pow2_at_least(ceil_div(vectors, 256 * kTarget));
+    while (c.cluster > 16) c.cluster /= 2, c.threads *= 2, c.threads_per_row *= 2;
+  }
+  // Few rows: spread each over more CTAs (keeping >= 2 vectors per thread)
+  // until the grid covers the SMs.
+  auto ctas = [&](const RowwiseConfig& k) {
+    return ceil_div(m, k.threads / k.threads_per_row) * k.cluster;
+  };
+  while (c.threads_per_row >= 32 && c.cluster < 16 && ctas(c) < sm_count) {
+    RowwiseConfig wider = c;
+    wider.cluster *= 2;
+    if (ops::vectors_per_thread(wider, n, dtype) < 2) break;
+    c = wider;
+  }
+  return c;
+}
+
+}  // namespace kestrel

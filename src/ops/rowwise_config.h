@@ -1,0 +1,24 @@
+// The rules of the row-wise configuration space, shared by the public config
+// functions (rowwise_config.cpp) and the launch plans (rowwise_plan.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kestrel/rowwise.h"
+
+namespace kestrel::ops {
+
+constexpr int kMaxVectorsPerThread = 16;  // 64 registers of one row per thread
+
+inline int elements_per_vector(DType t) { return 16 / dtype_size(t); }
+// 16-byte vectors each thread holds for rows of n elements.
+int vectors_per_thread(const RowwiseConfig& c, int64_t n, DType t);
+// Dynamic shared memory of one CTA: the two inputs of a backward pass, staged
+// by cp.async (rmsnorm_bwd reuses them for its dweight partial at the end).
+size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt);
+// Empty when `c` can run `op` on rows of n elements, else the broken rule.
+std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,
+                                 size_t max_smem);
+
+}  // namespace kestrel::ops

@@ -1,0 +1,125 @@
+#include "ops/rowwise_plan.h"
+
+#include "ops/rowwise_config.h"
+#include "ops/validate.h"
+#include "runtime/device.h"
+
+namespace kestrel::ops {
+
+Status check_rows(const TensorView& t, const char* name) {
+  KESTREL_RETURN_IF_ERROR(check_dtype(t, {DType::kF32, DType::kBF16, DType::kF16}, name));
+  KESTREL_RETURN_IF_ERROR(check_rank(t, 2, 2, name));
+  KESTREL_RETURN_IF_ERROR(check_row_major(t, name));
+  KESTREL_RETURN_IF_ERROR(check_not_null(t, name));
+  if (t.shape[1] < 1 || t.shape[1] > kRowwiseMaxN)
+    return Status::InvalidArgument(arg(
+        name,
+        "row length N must be in [1, " + std::to_string(kRowwiseMaxN) + "], got " + t.describe()));
+  return Status::Ok();
+}
+
+Status check_rows_like(const TensorView& ref, const char* ref_name, const TensorView& t,
+                       const char* name) {
+  KESTREL_RETURN_IF_ERROR(check_dtype(t, {ref.dtype}, name));
+  KESTREL_RETURN_IF_ERROR(check_same_shape(ref, ref_name, t, name));
+  KESTREL_RETURN_IF_ERROR(check_row_major(t, name));
+  return check_not_null(t, name);
+}
+
+Status check_vector(const TensorView& t, const char* name, int64_t len, DType dtype) {
+  KESTREL_RETURN_IF_ERROR(check_dtype(t, {dtype}, name));
+  if (t.rank != 1 || t.shape[0] != len)
+    return Status::InvalidArgument(
+        arg(name, "shape must be [" + std::to_string(len) + "], got " + t.describe()));
+  if (len > 1 && t.stride[0] != 1)
+    return Status::InvalidArgument(arg(name, "must be contiguous, got " + t.describe()));
+  return check_not_null(t, name);
+}
+
+bool all_aligned16(std::initializer_list<TensorView> ts) {
+  for (const TensorView& t : ts)
+    if (present(t) && !check_aligned(t, 16, "").ok()) return false;
+  return true;
+}
+
+const char* cuda_type(DType t) {
+  switch (t) {
+    case DType::kBF16:
+      return "__nv_bfloat16";
+    case DType::kF16:
+      return "__half";
+    default:
+      return "float";
+  }
+}
+
+std::string RowPlan::template_args() const {
+  return std::to_string(cfg.threads) + ", " + std::to_string(cfg.threads_per_row) + ", " +
+         std::to_string(vpt) + ", " + std::to_string(cfg.cluster) + ", " +
+         (aligned ? "true" : "false");
+}
+
+rt::LaunchShape RowPlan::shape(int64_t groups, bool cluster_launch) const {
+  rt::LaunchShape s;
+  s.grid = dim3(unsigned(groups * cfg.cluster));
+  s.block = dim3(unsigned(cfg.threads));
+  if (cluster_launch) s.cluster = dim3(unsigned(cfg.cluster));
+  s.smem_bytes = smem_bytes;
+  return s;
+}
+
+rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
+                                   const RmsNormVariant& v) {
+  auto tf = [](bool b) { return b ? std::string("true") : std::string("false"); };
+  const std::string args = std::string(cuda_type(t)) + ", ";
+  const std::string w = std::string(cuda_type(v.weight ? v.weight_dtype : t)) + ", ";
+  switch (op) {
+    case RowwiseOp::kRmsNormFwd:
+      return {"rmsnorm.cuh",
+              "kestrel::rmsnorm_fwd_kernel<" + args + w + plan.template_args() + ", " +
+                  tf(v.residual) + ", " + tf(v.weight) + ">",
+              {}};
+    case RowwiseOp::kRmsNormBwd:
+      return {"rmsnorm.cuh",
+              "kestrel::rmsnorm_bwd_kernel<" + args + w + plan.template_args() + ", " +
+                  tf(v.weight) + ">",
+              {}};
+    case RowwiseOp::kSoftmaxFwd:
+      return {
+          "softmax.cuh", "kestrel::softmax_fwd_kernel<" + args + plan.template_args() + ">", {}};
+    case RowwiseOp::kSoftmaxBwd:
+      return {
+          "softmax.cuh", "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ">", {}};
+    case RowwiseOp::kCrossEntropyFwd:
+      return {
+          "cross_entropy.cuh", "kestrel::xent_fwd_kernel<" + args + plan.template_args() + ">", {}};
+    case RowwiseOp::kCrossEntropyBwd:
+      return {
+          "cross_entropy.cuh", "kestrel::xent_bwd_kernel<" + args + plan.template_args() + ">", {}};
+  }
+  return {};
+}
+
+Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
+                 bool aligned, RowPlan* out) {
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  if (dev->cc_major < 9)
+    return Status::Unsupported(std::string(rowwise_op_name(op)) +
+                               " needs sm_90+ (clusters, st.async), this GPU is " + dev->arch());
+  out->cfg = user ? *user : rowwise_default_config(op, m, n, dtype, dev->sm_count);
+  const std::string err =
+      rowwise_config_error(op, out->cfg, n, dtype, size_t(dev->max_smem_per_block_optin));
+  if (!err.empty()) return Status::InvalidArgument("config " + out->cfg.describe() + ": " + err);
+  // The grid's x dimension carries (row groups) x (CTAs per row).
+  const int64_t ctas = (m + out->rows_per_cta() - 1) / out->rows_per_cta() * out->cfg.cluster;
+  if (ctas > int64_t(0x7fffffff))
+    return Status::InvalidArgument("M: " + std::to_string(m) + " rows need " +
+                                   std::to_string(ctas) + " CTAs, over the grid limit 2^31-1");
+  out->vpt = vectors_per_thread(out->cfg, n, dtype);
+  out->aligned = aligned;
+  out->smem_bytes = rowwise_smem_bytes(op, out->cfg, out->vpt);
+  return Status::Ok();
+}
+
+}  // namespace kestrel::ops

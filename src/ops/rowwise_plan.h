@@ -1,0 +1,63 @@
+// Host-side pieces shared by the row-wise ops (src/ops/{rmsnorm,softmax,
+// cross_entropy}_ops.cpp): argument checks for row tensors, and the plan of a
+// launch (configuration, vectors per thread, kernel template arguments, grid).
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "kestrel/rowwise.h"
+#include "runtime/launcher.h"
+
+namespace kestrel::ops {
+
+// A default-constructed view means "not given".
+inline bool present(const TensorView& t) { return t.data != nullptr || t.rank != 0; }
+
+// x-like tensors: fp32/bf16/fp16, rank 2 [M][N], innermost stride 1, rows that
+// do not overlap, not null, 1 <= N <= kRowwiseMaxN.
+Status check_rows(const TensorView& t, const char* name);
+// Same dtype and shape as `ref` (itself checked by check_rows).
+Status check_rows_like(const TensorView& ref, const char* ref_name, const TensorView& t,
+                       const char* name);
+// A contiguous vector of `len` elements of dtype `dtype`, not null.
+Status check_vector(const TensorView& t, const char* name, int64_t len, DType dtype);
+// Whether every tensor's data and row stride allow 16-byte accesses.
+bool all_aligned16(std::initializer_list<TensorView> ts);
+
+const char* cuda_type(DType t);  // "float", "__nv_bfloat16", "__half"
+
+// One launch of a row-wise kernel over [m][n] rows.
+struct RowPlan {
+  RowwiseConfig cfg;
+  int vpt = 1;            // 16-byte vectors per thread
+  bool aligned = true;    // 16-byte vector path
+  size_t smem_bytes = 0;  // dynamic shared memory
+
+  int rows_per_cta() const { return cfg.threads / cfg.threads_per_row; }
+  int64_t row_groups(int64_t m) const { return (m + rows_per_cta() - 1) / rows_per_cta(); }
+  // "THREADS, TPR, VPT, CLUSTER, ALIGNED": the kernels' shared template arguments.
+  std::string template_args() const;
+  // One CTA per (row group, slice); `cluster_launch` false splits rows over
+  // independent CTAs. `groups` limits the row groups launched (persistent grids).
+  rt::LaunchShape shape(int64_t groups, bool cluster_launch = true) const;
+};
+
+// The optional parts of an RMSNorm kernel instantiation.
+struct RmsNormVariant {
+  bool residual = false;  // forward only
+  bool weight = false;
+  DType weight_dtype = DType::kF32;  // when weight
+};
+
+// The kernel of `op` for element type t under `plan` (the finishing kernels of
+// rmsnorm_bwd and the cross-entropy reductions are not row kernels).
+rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
+                                   const RmsNormVariant& v = {});
+
+// Checks the configuration (the caller's, or the heuristic's when `user` is
+// null) against n, dtype and the device, and fills the plan.
+Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
+                 bool aligned, RowPlan* out);
+
+}  // namespace kestrel::ops

@@ -1,0 +1,79 @@
+// The row-wise configuration space and heuristic (no GPU needed): every
+// heuristic pick is a valid member of the space, for every op, dtype and the
+// row lengths that matter (1 .. 262144, odd ones included).
+#include "ops/rowwise_config.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "kestrel/rowwise.h"
+
+namespace kestrel {
+namespace {
+
+constexpr RowwiseOp kOps[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
+                              RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
+                              RowwiseOp::kCrossEntropyFwd, RowwiseOp::kCrossEntropyBwd};
+constexpr int64_t kRowLengths[] = {1,     7,     256,   1000,   1024,   4096,   16384,
+                                   32768, 50257, 65536, 131072, 131073, 151936, 262144};
+
+bool same(const RowwiseConfig& a, const RowwiseConfig& b) {
+  return a.threads == b.threads && a.threads_per_row == b.threads_per_row && a.cluster == b.cluster;
+}
+
+TEST(RowwiseConfig, HeuristicPicksAreValidMembersOfTheSpace) {
+  for (RowwiseOp op : kOps)
+    for (DType t : {DType::kF32, DType::kBF16, DType::kF16})
+      for (int64_t n : kRowLengths)
+        for (int64_t m : {int64_t(1), int64_t(8), int64_t(32768)}) {
+          const RowwiseConfig c = rowwise_default_config(op, m, n, t, 132);
+          SCOPED_TRACE(std::string(rowwise_op_name(op)) + " " + dtype_name(t) +
+                       " m=" + std::to_string(m) + " n=" + std::to_string(n) + " " + c.describe());
+          EXPECT_EQ(ops::rowwise_config_error(op, c, n, t, 227 * 1024), "");
+          const auto space = rowwise_config_space(op, n, t);
+          EXPECT_TRUE(std::any_of(space.begin(), space.end(),
+                                  [&](const RowwiseConfig& s) { return same(s, c); }));
+          // Long rows on many rows keep about 8 (rmsnorm_bwd: 4) vectors per thread.
+          if (m == 32768 && n >= 4096)
+            EXPECT_GE(ops::vectors_per_thread(c, n, t), op == RowwiseOp::kRmsNormBwd ? 2 : 4);
+        }
+}
+
+TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
+  const RowwiseConfig longest =
+      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kF32, 132);
+  EXPECT_EQ(longest.cluster, 16);
+  EXPECT_EQ(longest.threads, 512);
+  const RowwiseConfig bf16 =
+      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kBF16, 132);
+  EXPECT_EQ(bf16.cluster, 16);
+  const RowwiseConfig short_rows =
+      rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 256, DType::kBF16, 132);
+  EXPECT_EQ(short_rows.cluster, 1);
+  EXPECT_GT(short_rows.threads / short_rows.threads_per_row, 1) << short_rows.describe();
+  // A few long rows are spread over more CTAs to fill the GPU.
+  const RowwiseConfig few =
+      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 2, 16384, DType::kBF16, 132);
+  EXPECT_GT(few.cluster, 1) << few.describe();
+}
+
+TEST(RowwiseConfig, RulesNameWhatIsWrong) {
+  const auto err = [](RowwiseConfig c, int64_t n = 4096) {
+    return ops::rowwise_config_error(RowwiseOp::kSoftmaxFwd, c, n, DType::kBF16, 227 * 1024);
+  };
+  EXPECT_NE(err({100, 32, 1}).find("threads must be"), std::string::npos);
+  EXPECT_NE(err({256, 48, 1}).find("threads_per_row"), std::string::npos);
+  EXPECT_NE(err({256, 512, 1}).find("threads_per_row"), std::string::npos);
+  EXPECT_NE(err({256, 16, 2}).find("threads_per_row >= 32"), std::string::npos);
+  EXPECT_NE(err({256, 32, 32}).find("cluster must be"), std::string::npos);
+  EXPECT_NE(err({128, 1, 1}).find("vectors per thread"), std::string::npos);
+  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 1}, 262144, DType::kF32,
+                                      227 * 1024)
+                .find("vectors per thread"),
+            std::string::npos);
+  EXPECT_EQ(RowwiseConfig({256, 64, 2}).describe(), "t256 r64 c2");
+}
+
+}  // namespace
+}  // namespace kestrel
