@@ -44,7 +44,8 @@ fi
 
 if [ "$SANITIZE" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
   # Small shapes only: the sanitizers slow kernels down 10-100x.
-  small='*Args*:*Golden*:Shapes/Nvfp4CodecGpu.*/[0-9]:Shapes/GemvGpu.*/case[0-9][0-9]:Shapes/GemmGpu.*/case1[0-9]:Shapes/DualGemmGpu.*/case[5-9]:RowwiseSmall*'
+  # Edge shapes only (gtest filters know * and ?: case1? is case10..case19).
+  small='*Args*:*Golden*:Shapes/Nvfp4CodecGpu.*/?:Shapes/GemvGpu.*/case1?:Shapes/GemmGpu.*/case1?:Shapes/DualGemmGpu.*/case1?:RowwiseSmall*'
   for tool in memcheck racecheck; do
     t0=$SECONDS
     compute-sanitizer --tool "$tool" --error-exitcode 9 build/kestrel_gpu_tests \
