@@ -44,26 +44,33 @@ bool read_config(const Params& p, GemmConfig* cfg) {
   return true;
 }
 
-Status check_gemm(const Params& p, const OpEnv& env, CheckReport* out) {
+// Fresh data, the GPU op on a poisoned output, the float64 reference: the
+// GEMM, or with `dual` the SwiGLU dual GEMM (a second weight, L = 1).
+Status check_products(const Params& p, const OpEnv& env, CheckReport* out, bool dual) {
   GemmShape s;
   KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+  if (dual && s.l != 1) return Status::InvalidArgument("l: the dual GEMM check runs L = 1");
   const uint64_t seed = uint64_t(p.integer("seed"));
-  const auto kind = testing::GpuModeData::kGemm;
+  const auto kind = dual ? testing::GpuModeData::kDual : testing::GpuModeData::kGemm;
   const auto a = check_operand(p.text("data"), kind, s.l, s.m, s.k, seed, s.a_layout);
-  const auto b = check_operand(p.text("data"), kind, s.l, s.n, s.k, seed + 1, s.b_layout);
-  const std::vector<double> want = ref::gemm_nvfp4(a, b);
-  DeviceOperand da, db;
+  const auto b1 = check_operand(p.text("data"), kind, s.l, s.n, s.k, seed + 1, s.b_layout);
+  const auto b2 = dual ? check_operand(p.text("data"), kind, 1, s.n, s.k, seed + 2, s.b_layout)
+                       : ref::HostNvfp4{};
+  const std::vector<double> want = dual ? ref::dual_gemm_nvfp4(a, b1, b2) : ref::gemm_nvfp4(a, b1);
+  DeviceOperand da, db1, db2;
   KESTREL_RETURN_IF_ERROR(da.upload(a));
-  KESTREL_RETURN_IF_ERROR(db.upload(b));
+  KESTREL_RETURN_IF_ERROR(db1.upload(b1));
+  if (dual) KESTREL_RETURN_IF_ERROR(db2.upload(b2));
   DeviceBuffer c;
   const size_t bytes = size_t(s.l * s.m * s.n * 2);
   KESTREL_RETURN_IF_ERROR(c.allocate(bytes));
   KESTREL_RETURN_IF_ERROR(c.fill(testing::kPoison));
   GemmConfig cfg;
-  const bool has_cfg = read_config(p, &cfg);
-  KESTREL_RETURN_IF_ERROR(gemm_nvfp4(da.view(a), db.view(b),
-                                     TensorView::dense(c.get(), s.out, {s.l, s.m, s.n}), env.stream,
-                                     has_cfg ? &cfg : nullptr));
+  const GemmConfig* cfg_ptr = read_config(p, &cfg) ? &cfg : nullptr;
+  const TensorView cv = TensorView::dense(c.get(), s.out, {s.l, s.m, s.n});
+  KESTREL_RETURN_IF_ERROR(
+      dual ? dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2), cv, env.stream, cfg_ptr)
+           : gemm_nvfp4(da.view(a), db1.view(b1), cv, env.stream, cfg_ptr));
   KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
   std::vector<uint8_t> got(bytes);
   KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
@@ -71,6 +78,13 @@ Status check_gemm(const Params& p, const OpEnv& env, CheckReport* out) {
   out->pass = r.pass;
   out->detail = r.to_string();
   return Status::Ok();
+}
+
+Status check_gemm(const Params& p, const OpEnv& env, CheckReport* out) {
+  return check_products(p, env, out, false);
+}
+Status check_dual(const Params& p, const OpEnv& env, CheckReport* out) {
+  return check_products(p, env, out, true);
 }
 
 Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
@@ -119,38 +133,6 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
                             s.l, DType::kBF16);
   };
   out->peers.push_back(std::move(cublas));
-  return Status::Ok();
-}
-
-Status check_dual(const Params& p, const OpEnv& env, CheckReport* out) {
-  GemmShape s;
-  KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
-  if (s.l != 1) return Status::InvalidArgument("l: the dual GEMM check runs L = 1");
-  const uint64_t seed = uint64_t(p.integer("seed"));
-  const auto kind = testing::GpuModeData::kDual;
-  const auto a = check_operand(p.text("data"), kind, 1, s.m, s.k, seed, s.a_layout);
-  const auto b1 = check_operand(p.text("data"), kind, 1, s.n, s.k, seed + 1, s.b_layout);
-  const auto b2 = check_operand(p.text("data"), kind, 1, s.n, s.k, seed + 2, s.b_layout);
-  const std::vector<double> want = ref::dual_gemm_nvfp4(a, b1, b2);
-  DeviceOperand da, db1, db2;
-  KESTREL_RETURN_IF_ERROR(da.upload(a));
-  KESTREL_RETURN_IF_ERROR(db1.upload(b1));
-  KESTREL_RETURN_IF_ERROR(db2.upload(b2));
-  DeviceBuffer c;
-  const size_t bytes = size_t(s.m * s.n * 2);
-  KESTREL_RETURN_IF_ERROR(c.allocate(bytes));
-  KESTREL_RETURN_IF_ERROR(c.fill(testing::kPoison));
-  GemmConfig cfg;
-  const bool has_cfg = read_config(p, &cfg);
-  KESTREL_RETURN_IF_ERROR(dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2),
-                                          TensorView::dense(c.get(), s.out, {s.m, s.n}), env.stream,
-                                          has_cfg ? &cfg : nullptr));
-  KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
-  std::vector<uint8_t> got(bytes);
-  KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
-  const auto r = compare_floats(s.out, decode_floats(got, s.out), want);
-  out->pass = r.pass;
-  out->detail = r.to_string();
   return Status::Ok();
 }
 
@@ -207,43 +189,33 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   return Status::Ok();
 }
 
+// Shape, operand and configuration parameters of the GEMM-family ops.
+std::vector<ParamSpec> product_params(const char* m, const char* n, const char* k,
+                                      const char* n_help, const char* generator) {
+  std::vector<ParamSpec> v = {{"m", ParamKind::kInt, m, "rows of A (tokens)", {}},
+                              {"n", ParamKind::kInt, n, n_help, {}},
+                              {"k", ParamKind::kInt, k, "reduction size (a multiple of 64)", {}},
+                              {"l", ParamKind::kInt, "1", "batches (L)", {}}};
+  for (auto& q : nvfp4_product_params(generator)) v.push_back(q);
+  v.push_back(config_param("bn", "config: tokens per CTA tile (0 = heuristic)"));
+  v.push_back(config_param("stages", "config: pipeline stages (0 = heuristic)"));
+  v.push_back(config_param("split", "config: CTAs splitting K (0 = heuristic)"));
+  return v;
+}
+
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
-  const auto with = [](std::vector<ParamSpec> v, const std::vector<ParamSpec>& more) {
-    v.insert(v.end(), more.begin(), more.end());
-    return v;
-  };
   reg.add({"gemm", "nvfp4_gemm",
            "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
            "fp16/bf16 out; checked against the float64 reference",
-           with(with(
-                    {
-                        {"m", ParamKind::kInt, "128", "rows of A (tokens)", {}},
-                        {"n", ParamKind::kInt, "7168", "rows of B (weights)", {}},
-                        {"k", ParamKind::kInt, "16384", "reduction size (a multiple of 64)", {}},
-                        {"l", ParamKind::kInt, "1", "batches (L)", {}},
-                    },
-                    nvfp4_product_params("GEMM")),
-                {config_param("bn", "config: tokens per CTA tile (0 = heuristic)"),
-                 config_param("stages", "config: pipeline stages (0 = heuristic)"),
-                 config_param("split", "config: CTAs splitting K (0 = heuristic)")}),
-           check_gemm, bench_gemm});
+           product_params("128", "7168", "16384", "rows of B (weights)", "GEMM"), check_gemm,
+           bench_gemm});
   reg.add({"dual_gemm", "nvfp4_dual_gemm",
            "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
            "fp16/bf16 out; checked against the float64 reference",
-           with(with(
-                    {
-                        {"m", ParamKind::kInt, "256", "rows of A (tokens)", {}},
-                        {"n", ParamKind::kInt, "4096", "rows of B1 and B2", {}},
-                        {"k", ParamKind::kInt, "7168", "reduction size (a multiple of 64)", {}},
-                        {"l", ParamKind::kInt, "1", "batches (L)", {}},
-                    },
-                    nvfp4_product_params("dual")),
-                {config_param("bn", "config: tokens per CTA tile (0 = heuristic)"),
-                 config_param("stages", "config: pipeline stages (0 = heuristic)"),
-                 config_param("split", "config: CTAs splitting K (0 = heuristic)")}),
-           check_dual, bench_dual});
+           product_params("256", "4096", "7168", "rows of B1 and B2", "dual"), check_dual,
+           bench_dual});
 }
 
 }  // namespace kestrel::bench
