@@ -48,5 +48,6 @@ Command calibrate_command(CLI::App& app);
 Command list_command(CLI::App& app);
 Command check_command(CLI::App& app);
 Command bench_command(CLI::App& app);
+Command tune_command(CLI::App& app);
 
 }  // namespace kestrel::cli

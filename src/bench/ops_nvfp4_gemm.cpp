@@ -203,6 +203,15 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   return v;
 }
 
+std::vector<std::map<std::string, std::string>> gemm_configs() {
+  std::vector<std::map<std::string, std::string>> out;
+  for (const GemmConfig& c : gemm_config_space())
+    out.push_back({{"bn", std::to_string(c.block_n)},
+                   {"stages", std::to_string(c.stages)},
+                   {"split", std::to_string(c.split_k)}});
+  return out;
+}
+
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
@@ -210,12 +219,12 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
            "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("128", "7168", "16384", "rows of B (weights)", "GEMM"), check_gemm,
-           bench_gemm});
+           bench_gemm, gemm_configs});
   reg.add({"dual_gemm", "nvfp4_dual_gemm",
            "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("256", "4096", "7168", "rows of B1 and B2", "dual"), check_dual,
-           bench_dual});
+           bench_dual, gemm_configs});
 }
 
 }  // namespace kestrel::bench

@@ -147,7 +147,15 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                  config_param("warps", "config: warps per CTA (0 = heuristic)"),
                  config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
                  config_param("depth", "config: groups in flight per lane (0 = heuristic)")}),
-           check_gemv, bench_gemv});
+           check_gemv, bench_gemv, [] {
+             std::vector<std::map<std::string, std::string>> out;
+             for (const GemvConfig& c : gemv_config_space())
+               out.push_back({{"rt", std::to_string(c.row_tiles)},
+                              {"warps", std::to_string(c.warps)},
+                              {"cluster", std::to_string(c.cluster)},
+                              {"depth", std::to_string(c.depth)}});
+             return out;
+           }});
 }
 
 }  // namespace kestrel::bench
