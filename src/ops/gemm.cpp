@@ -8,6 +8,7 @@
 #include "kestrel/gemv.h"
 #include "ops/act_prepass.h"
 #include "ops/gemm_common.h"
+#include "ops/nvfp4_kernel_specs.h"
 #include "ops/validate.h"
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
@@ -62,14 +63,9 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   p.alpha = a.global_scale * b.global_scale * kDecodeUnitSquared;
   p.alpha2 = dual ? a.global_scale * b2->global_scale * kDecodeUnitSquared : 0.0f;
 
-  const std::string entry = std::string("kestrel::nvfp4_gemm_kernel<") +
-                            (c.dtype == DType::kF16 ? "__half" : "__nv_bfloat16") + ", " +
-                            std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) +
-                            ", " + std::to_string(cfg.split_k) + ", " +
-                            (b.layout == ScaleLayout::kBlocked ? "true" : "false") + ", " +
-                            (dual ? "true" : "false") + ">";
   rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemm.cuh", entry, {}}, &kernel));
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+      gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
   return kernel(gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual), stream,
                 map_w, map_w2, map_x, p);
 }

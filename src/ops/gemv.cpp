@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/nvfp4_kernel_specs.h"
 #include "ops/validate.h"
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
@@ -154,15 +155,9 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   p.b_rows = int(b.rows());
   p.alpha = a.global_scale * b.global_scale * 268435456.0f;  // 2^28: two decodes of 2^-14
 
-  const std::string entry =
-      std::string("kestrel::nvfp4_gemv_kernel<") +
-      (c.dtype == DType::kF16 ? "__half" : "__nv_bfloat16") + ", " +
-      std::to_string(cfg.row_tiles) + ", " + std::to_string(cfg.warps) + ", " +
-      std::to_string(cfg.cluster) + ", " + std::to_string(cfg.depth) + ", " +
-      (a_blk ? "true" : "false") + ", " + (b_blk ? "true" : "false") + ", " +
-      (vec16 ? "true" : "false") + ", " + (scale_pair ? "true" : "false") + ">";
   rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"nvfp4_gemv.cuh", entry, {}}, &kernel));
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+      ops::gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair), &kernel));
   // Persistent grid: as many clusters as fit at once, none idle.
   rt::LaunchShape shape;
   const int64_t work = (m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * batches;

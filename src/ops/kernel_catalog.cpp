@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "ops/gemm_common.h"
+#include "ops/nvfp4_kernel_specs.h"
 #include "ops/rowwise_config.h"
 #include "ops/rowwise_plan.h"
 
@@ -54,28 +56,39 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<true>", {}});
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<false>", {}});
   // GEMV: every output type and scale-layout pair at the heuristic's usual
-  // shapes of the configuration space, plus the unaligned-row path.
-  for (const char* out : {"__half", "__nv_bfloat16"})
-    for (const char* a_blk : {"false", "true"})
-      for (const char* b_blk : {"false", "true"})
-        for (const char* cfg : {"2, 8, 1, 2", "2, 8, 2, 2", "2, 8, 8, 2"})
-          specs.push_back({"nvfp4_gemv.cuh",
-                           std::string("kestrel::nvfp4_gemv_kernel<") + out + ", " + cfg + ", " +
-                               a_blk + ", " + b_blk + ", true, true>",
-                           {}});
-  specs.push_back(
-      {"nvfp4_gemv.cuh", "kestrel::nvfp4_gemv_kernel<__half, 1, 4, 1, 1, false, false, false, false>", {}});
-  // GEMM: the activation pre-pass and the heuristic's tile sizes.
-  for (const char* blk : {"false", "true"})
-    specs.push_back(
-        {"nvfp4_act_prepass.cuh", std::string("kestrel::nvfp4_act_prepass_kernel<") + blk + ">", {}});
-  for (const char* cfg : {"__half, 8, 8, 4, false, false", "__half, 16, 8, 4, true, false",
-                          "__half, 128, 4, 2, false, false", "__nv_bfloat16, 256, 3, 1, true, false",
-                          "__half, 64, 6, 1, false, false", "__half, 128, 4, 1, false, true",
-                          "__nv_bfloat16, 256, 3, 2, true, true"})
-    specs.push_back({"nvfp4_gemm.cuh", std::string("kestrel::nvfp4_gemm_kernel<") + cfg + ">", {}});
+  // configuration, plus the unaligned-row path; the whole configuration space
+  // is in configuration_space_specs().
+  for (DType out : {DType::kF16, DType::kBF16})
+    for (bool a_blk : {false, true})
+      for (bool b_blk : {false, true})
+        specs.push_back(gemv_kernel_spec(out, GemvConfig{}, a_blk, b_blk, true, true));
+  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{1, 4, 1, 1}, false, false, false, false));
+  // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
+  // both scale layouts, plain and dual.
+  for (bool blk : {false, true})
+    specs.push_back({"nvfp4_act_prepass.cuh",
+                     std::string("kestrel::nvfp4_act_prepass_kernel<") + (blk ? "true" : "false") +
+                         ">",
+                     {}});
+  specs.push_back(gemm_kernel_spec(DType::kF16, {8, 8, 4}, false, false));
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, false, false));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, true, false));
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 1}, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 2}, true, true));
   append_rowwise_specs(&specs);
   specs.push_back({"bench_l2_flush.cuh", "kestrel::l2_flush_read_kernel", {}});
+  return specs;
+}
+
+std::vector<rt::KernelSpec> configuration_space_specs() {
+  std::vector<rt::KernelSpec> specs;
+  for (const GemvConfig& c : gemv_config_space())
+    specs.push_back(gemv_kernel_spec(DType::kF16, c, false, false, true, true));
+  // Stages only size the ring: the deepest of each tile width covers the code.
+  for (const GemmConfig& c : gemm_config_space()) {
+    if (c.stages != gemm_max_stages(c.block_n)) continue;
+    for (bool dual : {false, true}) specs.push_back(gemm_kernel_spec(DType::kBF16, c, false, dual));
+  }
   return specs;
 }
 

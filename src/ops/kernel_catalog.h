@@ -8,5 +8,8 @@
 namespace kestrel::ops {
 
 std::vector<rt::KernelSpec> default_kernel_specs();
+// Every configuration of the tunable kernels (GEMV, GEMM, dual GEMM), so that
+// no point `kestrel tune` may pick fails to compile.
+std::vector<rt::KernelSpec> configuration_space_specs();
 
 }  // namespace kestrel::ops

@@ -22,6 +22,16 @@ TEST(NvrtcCompile, EveryDefaultKernelCompilesForSm90a) {
   }
 }
 
+TEST(NvrtcCompile, EveryTunableConfigurationCompilesForSm90a) {
+  const auto specs = ops::configuration_space_specs();
+  ASSERT_GT(specs.size(), 50u);
+  for (const auto& spec : specs) {
+    rt::CompiledKernel out;
+    const Status st = rt::compile_kernel(spec, "sm_90a", &out);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  }
+}
+
 TEST(NvrtcCompile, CompileErrorCarriesTheLog) {
   rt::CompiledKernel out;
   const Status st =

@@ -1,0 +1,32 @@
+#include "ops/nvfp4_kernel_specs.h"
+
+#include <string>
+
+namespace kestrel::ops {
+namespace {
+
+const char* flag(bool b) { return b ? "true" : "false"; }
+const char* half_type(DType t) { return t == DType::kF16 ? "__half" : "__nv_bfloat16"; }
+
+}  // namespace
+
+rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool b_blocked,
+                                bool vec16, bool scale_pair) {
+  return {"nvfp4_gemv.cuh",
+          std::string("kestrel::nvfp4_gemv_kernel<") + half_type(out) + ", " +
+              std::to_string(cfg.row_tiles) + ", " + std::to_string(cfg.warps) + ", " +
+              std::to_string(cfg.cluster) + ", " + std::to_string(cfg.depth) + ", " +
+              flag(a_blocked) + ", " + flag(b_blocked) + ", " + flag(vec16) + ", " +
+              flag(scale_pair) + ">",
+          {}};
+}
+
+rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual) {
+  return {"nvfp4_gemm.cuh",
+          std::string("kestrel::nvfp4_gemm_kernel<") + half_type(out) + ", " +
+              std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) + ", " +
+              std::to_string(cfg.split_k) + ", " + flag(w_blocked) + ", " + flag(dual) + ">",
+          {}};
+}
+
+}  // namespace kestrel::ops

@@ -1,0 +1,14 @@
+// The instantiation of each NVFP4 product kernel for a configuration: one
+// definition shared by the launches and the NVRTC compile checks.
+#pragma once
+#include "kestrel/gemm.h"
+#include "kestrel/gemv.h"
+#include "runtime/kernel_spec.h"
+
+namespace kestrel::ops {
+
+rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool b_blocked,
+                                bool vec16, bool scale_pair);
+rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual);
+
+}  // namespace kestrel::ops

@@ -1,0 +1,62 @@
+// The NVFP4 GEMV / GEMM configuration spaces and heuristics (no GPU needed):
+// every heuristic pick is a member of its space and fits in shared memory,
+// for the seed shapes and the edges (M = 1, huge K, many batches).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "kestrel/gemm.h"
+#include "kestrel/gemv.h"
+#include "ops/gemm_common.h"
+
+namespace kestrel {
+namespace {
+
+bool in_space(const GemvConfig& c) {
+  const auto space = gemv_config_space();
+  return std::any_of(space.begin(), space.end(), [&](const GemvConfig& s) {
+    return s.row_tiles == c.row_tiles && s.warps == c.warps && s.cluster == c.cluster &&
+           s.depth == c.depth;
+  });
+}
+
+bool in_space(const GemmConfig& c) {
+  const auto space = gemm_config_space();
+  return std::any_of(space.begin(), space.end(), [&](const GemmConfig& s) {
+    return s.block_n == c.block_n && s.stages == c.stages && s.split_k == c.split_k;
+  });
+}
+
+TEST(Nvfp4Config, GemvHeuristicPicksAreInTheSpace) {
+  for (int64_t m : {1, 3, 128, 1000, 1024, 4096, 7168, 65536})
+    for (int64_t k : {16, 48, 2048, 7168, 16384, 65536})
+      for (int64_t l : {1, 3, 8}) {
+        const GemvConfig c = gemv_default_config(m, k, l, 132);
+        EXPECT_TRUE(in_space(c)) << m << "x" << k << "x" << l << ": " << c.describe();
+      }
+}
+
+TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
+  for (int64_t m : {1, 8, 16, 77, 128, 256, 512, 1000, 4096, 8192})
+    for (int64_t n : {128, 200, 3072, 4096, 7168, 8192})
+      for (int64_t k : {64, 1024, 2048, 7168, 16384}) {
+        for (const GemmConfig& c : {gemm_default_config(m, n, k, 1, 132),
+                                    dual_gemm_default_config(m, n, k, 1, 132)}) {
+          EXPECT_TRUE(in_space(c)) << m << "x" << n << "x" << k << ": " << c.describe();
+          EXPECT_LE(ops::gemm_smem_bytes(c.block_n, c.stages), ops::kGemmSmemLimit);
+          EXPECT_GE(c.block_n, std::min<int64_t>(m, 256)) << "tokens must fit one tile up to 256";
+        }
+      }
+}
+
+TEST(Nvfp4Config, GemmSpaceCoversEveryTileWidth) {
+  for (int bn : gemm_block_n_choices()) {
+    const auto space = gemm_config_space();
+    EXPECT_TRUE(std::any_of(space.begin(), space.end(),
+                            [&](const GemmConfig& c) { return c.block_n == bn; }))
+        << bn;
+  }
+}
+
+}  // namespace
+}  // namespace kestrel
