@@ -14,7 +14,7 @@
 #include "gpu_test.h"
 #include "kestrel/gemm.h"
 #include "random.h"
-#include "reference/binary16.h"
+#include "host_float.h"
 #include "sampled_check.h"
 
 namespace kestrel {
@@ -68,10 +68,7 @@ std::vector<double> run_dual(const DualCase& c, const Operands& o, const GemmCon
                         nullptr, cfg);
   if (!st->ok()) return {};
   const auto bits = out.download<uint16_t>();
-  std::vector<double> v(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i)
-    v[i] = c.out == DType::kF16 ? ref::fp16_value(bits[i]) : ref::bf16_value(bits[i]);
-  return v;
+  return c.out == DType::kF16 ? testing::fp16_to_doubles(bits) : testing::bf16_to_doubles(bits);
 }
 
 double reference_at(const Operands& o, int64_t n_cols, int64_t i) {

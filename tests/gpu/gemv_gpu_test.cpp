@@ -12,7 +12,7 @@
 #include "gpu_test.h"
 #include "kestrel/gemv.h"
 #include "random.h"
-#include "reference/binary16.h"
+#include "host_float.h"
 
 namespace kestrel {
 namespace {
@@ -64,10 +64,7 @@ std::vector<double> run_gemv(const GemvCase& c, const Inputs& in, const GemvConf
   *st = gemv_nvfp4(a.view, b.view, TensorView::dense(out.get(), c.out, {c.l, c.m}), nullptr, cfg);
   if (!st->ok()) return {};
   const auto bits = out.download<uint16_t>();
-  std::vector<double> v(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i)
-    v[i] = c.out == DType::kF16 ? ref::fp16_value(bits[i]) : ref::bf16_value(bits[i]);
-  return v;
+  return c.out == DType::kF16 ? testing::fp16_to_doubles(bits) : testing::bf16_to_doubles(bits);
 }
 
 void check_case(const GemvCase& c, const GemvConfig* cfg = nullptr) {
