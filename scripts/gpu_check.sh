@@ -34,7 +34,8 @@ fi
 
 if [ "$TESTS" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
   t0=$SECONDS
-  build/kestrel_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1
+  # Line-buffered: a run killed by a time limit still leaves its log.
+  stdbuf -oL build/kestrel_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1
   rc=$?
   note "gpu tests: $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran' "$OUT/gpu_tests.log" | tr '\n' ' ') rc=$rc ($((SECONDS - t0)) s)"
   [ $rc = 0 ] || grep -E "Failure|FAILED|error" "$OUT/gpu_tests.log" | head -40
