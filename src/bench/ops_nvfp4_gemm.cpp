@@ -44,6 +44,32 @@ bool read_config(const Params& p, GemmConfig* cfg) {
   return true;
 }
 
+// Peer: cuBLAS bf16 GEMM of A (m x k) against `b` (cols x k), both
+// dequantized to bf16 once, in enough copies to rotate past L2.
+Status add_cublas_peer(const std::string& name, const SlottedOperand& a, const SlottedOperand& b,
+                       const GemmShape& s, int64_t cols, const OpEnv& env, BenchCase* out) {
+  struct PeerState {
+    SlottedBuffer a, b, c;
+  };
+  auto ps = std::make_shared<PeerState>();
+  const int slots =
+      rotation_slots(s.l * (s.m + cols) * s.k * 2 + s.l * s.m * cols * 2, env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(a, slots, env.stream, &ps->a));
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(b, slots, env.stream, &ps->b));
+  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * cols * 2), slots));
+  Peers* peers = nullptr;
+  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
+  PeerLaunch cublas;
+  cublas.name = name;
+  cublas.call.slots = slots;
+  cublas.call.fn = [ps, peers, s, cols](cudaStream_t stream, int slot) {
+    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, cols, s.k,
+                            s.l, DType::kBF16);
+  };
+  out->peers.push_back(std::move(cublas));
+  return Status::Ok();
+}
+
 // Fresh data, the GPU op on a poisoned output, the float64 reference: the
 // GEMM, or with `dual` the SwiGLU dual GEMM (a second weight, L = 1).
 Status check_products(const Params& p, const OpEnv& env, CheckReport* out, bool dual) {
@@ -114,26 +140,7 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
                       has_cfg ? &cfg : nullptr);
   };
 
-  struct PeerState {
-    SlottedBuffer a, b, c;
-  };
-  auto ps = std::make_shared<PeerState>();
-  const int peer_slots =
-      rotation_slots(s.l * (s.m + s.n) * s.k * 2 + s.l * s.m * s.n * 2, env.device->l2_bytes);
-  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
-  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->b, peer_slots, env.stream, &ps->b));
-  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * s.n * 2), peer_slots));
-  Peers* peers = nullptr;
-  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
-  PeerLaunch cublas;
-  cublas.name = "cuBLAS bf16";
-  cublas.call.slots = peer_slots;
-  cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
-    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, s.n, s.k,
-                            s.l, DType::kBF16);
-  };
-  out->peers.push_back(std::move(cublas));
-  return Status::Ok();
+  return add_cublas_peer("cuBLAS bf16", st->a, st->b, s, s.n, env, out);
 }
 
 Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
@@ -165,28 +172,9 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   // Peer: cuBLAS bf16 on A and [B1; B2] dequantized once (one GEMM of 2N
   // columns). The silu * mul that a user runs after it is not timed, so the
   // peer's time is a lower bound.
-  struct PeerState {
-    SlottedBuffer a, b, c;
-  };
-  auto ps = std::make_shared<PeerState>();
   SlottedOperand both;
   KESTREL_RETURN_IF_ERROR(both.fill(s.l, 2 * s.n, s.k, s.b_layout, 1, 34));
-  const int peer_slots =
-      rotation_slots(s.l * (s.m + 2 * s.n) * s.k * 2 + s.l * s.m * s.n * 4, env.device->l2_bytes);
-  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
-  KESTREL_RETURN_IF_ERROR(dequantized_bf16(both, peer_slots, env.stream, &ps->b));
-  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * s.n * 4), peer_slots));
-  Peers* peers = nullptr;
-  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
-  PeerLaunch cublas;
-  cublas.name = "cuBLAS bf16 [B1;B2] (GEMM only)";
-  cublas.call.slots = peer_slots;
-  cublas.call.fn = [ps, peers, s](cudaStream_t stream, int slot) {
-    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, 2 * s.n,
-                            s.k, s.l, DType::kBF16);
-  };
-  out->peers.push_back(std::move(cublas));
-  return Status::Ok();
+  return add_cublas_peer("cuBLAS bf16 [B1;B2] (GEMM only)", st->a, both, s, 2 * s.n, env, out);
 }
 
 // Shape, operand and configuration parameters of the GEMM-family ops.
