@@ -11,13 +11,14 @@
 namespace kestrel {
 
 // One point of the GEMV kernel's configuration space (for tuning).
+// The grid is as many CTAs as fit at once, fewer when that would leave a
+// warp under `min_groups` groups (of 16 rows x 128 values) to stream.
 struct GemvConfig {
-  int row_tiles = 2;  // 16-row tiles per CTA: 1, 2, 4 or 8
-  int warps = 8;      // warps per CTA (a multiple of row_tiles): 4, 8 or 16
-  int cluster = 1;    // CTAs of a cluster splitting K: 1, 2, 4 or 8
-  int depth = 2;      // groups of 128 K values in flight per lane: 1, 2 or 4
+  int warps = 8;       // warps per CTA: 4, 8 or 16
+  int depth = 2;       // groups in flight per warp: 1, 2, 3 or 4
+  int min_groups = 8;  // least work per warp: 4, 8, 16 or 32 groups
 
-  std::string describe() const;  // "rt2 w8 c1 d2"
+  std::string describe() const;  // "w8 d2 g8"
 };
 
 // Every configuration the kernel accepts, for `kestrel tune`.
@@ -29,7 +30,7 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
 //    16-byte aligned rows take the fastest path).
 // b: L x rows_b x K NVFP4 (rows_b >= 1, row 0 of each batch is the vector).
 // c: fp16 or bf16, [L][M] (or [M] when L = 1), any row stride.
-// K: a multiple of 16, at most 65536. Scales: linear or blocked, per operand.
+// K: a multiple of 16, at most 2^20. Scales: linear or blocked, per operand.
 // config: nullptr for the heuristic.
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemvConfig* config = nullptr);

@@ -15,8 +15,7 @@ namespace {
 bool in_space(const GemvConfig& c) {
   const auto space = gemv_config_space();
   return std::any_of(space.begin(), space.end(), [&](const GemvConfig& s) {
-    return s.row_tiles == c.row_tiles && s.warps == c.warps && s.cluster == c.cluster &&
-           s.depth == c.depth;
+    return s.warps == c.warps && s.depth == c.depth && s.min_groups == c.min_groups;
   });
 }
 
