@@ -1,9 +1,10 @@
 // NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k].
 //
 // Memory-bound on A (0.5625 bytes per value). Each lane streams 16-byte chunks
-// of two rows of A (rows g and g+8 of a 16-row tile), decodes them to fp16 by
-// bit placement (common/fp4_decode.cuh) and feeds them to mma.m16n8k16 with
-// fp32 accumulation. Products e2m1 x (e2m1*e4m3) are exact and the tensor
+// of two rows of A (rows g and g+8 of a 16-row tile) into a per-warp ring of
+// shared-memory stages by cp.async (so the bytes in flight cost no
+// registers), decodes them to fp16 by bit placement (common/fp4_decode.cuh)
+// and feeds them to mma.m16n8k16 with fp32 accumulation. Products e2m1 x (e2m1*e4m3) are exact and the tensor
 // core sums them in fp32, as the Blackwell block-scaled MMA does.
 //
 // The N = 8 columns of the mma carry no second vector; they separate scale
@@ -88,15 +89,6 @@ __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
-template <bool PAIR>
-__device__ __forceinline__ uint32_t load_scale_pair(const uint8_t* p) {
-  if constexpr (PAIR) {
-    return __ldg(reinterpret_cast<const unsigned short*>(p));
-  } else {
-    return uint32_t(__ldg(p)) | (uint32_t(__ldg(p + 1)) << 8);
-  }
-}
-
 template <bool VEC16>
 __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, int row_bytes) {
   uint4 v = make_uint4(0, 0, 0, 0);
@@ -118,15 +110,17 @@ __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, in
   return v;
 }
 
-// One lane's share of one group: 16 bytes of row g and of row g+8, the scale
-// codes (2 bytes per row) of the adjacent blocks its accumulator columns 2t
-// and 2t+1 hold, and its B fragments (zero unless the lane's column owns
-// slots of its own chunk).
-struct Stage {
-  uint4 row0, row1;
-  uint32_t sc0, sc1;
-  uint4 b0[2], b1[2];
-};
+// One group of one warp in shared memory: A as [row g / g+8][g][t] x 16
+// bytes, decoded B as [t][half] x 32 bytes, A's scale codes as
+// [row g / g+8][g] x 8 bytes (the 8 blocks of the group).
+constexpr int kStageA = 1024, kStageB = 256, kStageS = 128;
+constexpr int kStageBytes = kStageA + kStageB + kStageS;
+constexpr int kZeroBytes = 32;  // read by lanes whose B fragment is zero
+
+template <int WARPS, int DEPTH>
+__host__ __device__ constexpr int smem_bytes() {
+  return kZeroBytes + WARPS * DEPTH * kStageBytes;
+}
 
 // Which warp of the grid owns unit x: the largest w with units * w / W <= x.
 __device__ __forceinline__ long long owner_warp(long long x, const GemvParams& p) {
@@ -185,20 +179,26 @@ __global__ void __launch_bounds__(256) nvfp4_gemv_b_prepass_kernel(const __grid_
   if (blockIdx.x == 0 && threadIdx.x < 2) p.b_slots[threadIdx.x] = make_uint4(0, 0, 0, 0);
 }
 
-template <typename OUT, int WARPS, int DEPTH, bool A_BLOCKED, bool VEC16, bool SCALE_PAIR>
+template <typename OUT, int WARPS, int DEPTH, bool A_BLOCKED, bool VEC16, bool SCALE4>
 __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
+  extern __shared__ __align__(16) uint8_t smem[];
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const long long warp = blockIdx.x * (long long)WARPS + threadIdx.x / 32;
   const int kblocks = p.k / 16, row_bytes = p.k / 2;
   const int g_full = p.k / kGroup;  // groups with all 128 values inside K
 
+  if (threadIdx.x < kZeroBytes / 4) reinterpret_cast<uint32_t*>(smem)[threadIdx.x] = 0u;
+  __syncthreads();
+  uint8_t* ring = smem + kZeroBytes + (threadIdx.x / 32) * DEPTH * kStageBytes;
+  const uint32_t ring_s = ptx::smem_u32(ring);
+
   // B fragments: lanes g == 2t read half 0 of their chunk's slot into b0,
-  // lanes g == 2t+1 half 1 into b1; every other fragment reads the zero slot
-  // (its column owns no slot of that lane), which keeps the loop free of
+  // lanes g == 2t+1 half 1 into b1; every other fragment reads zeros (its
+  // column owns no slot of that lane), which keeps the loop free of
   // per-lane branches.
   const bool b0_lane = g == 2 * t, b1_lane = g == 2 * t + 1;
-  const uint4* zero = p.b_slots;
+  const int b0_off = b0_lane ? kStageA + t * 64 : -1, b1_off = b1_lane ? kStageA + t * 64 + 32 : -1;
 
   const long long u_begin = first_unit(warp, p), u_end = first_unit(warp + 1, p);
   const long long begin_tile = u_begin / p.groups;
@@ -215,53 +215,55 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
     const int rr0 = min(row0, p.m - 1), rr1 = min(row1, p.m - 1);
     const uint8_t* a0 = p.a + l * p.a_batch + (long long)rr0 * p.a_row + t * 16;
     const uint8_t* a1 = p.a + l * p.a_batch + (long long)rr1 * p.a_row + t * 16;
-    // Scale pair of blocks (2t, 2t+1) of group gi sits at s + gi * kScaleStep.
+    // Lanes with even t copy the scale codes of blocks 2t..2t+3 of a group
+    // (4 bytes: contiguous in both layouts); the next group's sit kScaleStep on.
     constexpr int kScaleStep = A_BLOCKED ? 1024 : 8;
     const uint8_t* s0 =
-        p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr0, 2 * t, p.m, kblocks);
+        p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr0, 2 * (t & 2), p.m, kblocks);
     const uint8_t* s1 =
-        p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr1, 2 * t, p.m, kblocks);
+        p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr1, 2 * (t & 2), p.m, kblocks);
 
-    // Cursors of the next group to load; they only move forward, one group
-    // per load, so the loop carries no 64-bit index arithmetic.
+    // Cursors of the next group to copy; they only move forward.
     const uint8_t *ca0 = a0 + g0 * kGroupBytes, *ca1 = a1 + g0 * kGroupBytes;
     const uint8_t *cs0 = s0 + (long long)g0 * kScaleStep, *cs1 = s1 + (long long)g0 * kScaleStep;
-    const uint4* b_group = p.b_slots + 2 + ((long long)l * p.groups + g0) * kGroupSlots + t * 4;
-    const uint4* cb0 = b0_lane ? b_group : zero;
-    const uint4* cb1 = b1_lane ? b_group + 2 : zero;
-    const int b0_step = b0_lane ? kGroupSlots : 0, b1_step = b1_lane ? kGroupSlots : 0;
+    const uint4* cb = p.b_slots + 2 + ((long long)l * p.groups + g0) * kGroupSlots + lane % 16;
 
-    auto load_a = [&](Stage& st) {
-      st.row0 = ptx::ld_stream_v4(ca0);
-      st.row1 = ptx::ld_stream_v4(ca1);
-      st.sc0 = load_scale_pair<SCALE_PAIR>(cs0);
-      st.sc1 = load_scale_pair<SCALE_PAIR>(cs1);
+    auto issue_a = [&](int slot) {
+      const uint32_t st = ring_s + slot * kStageBytes;
+      const uint32_t d0 = st + g * 64 + t * 16, d1 = d0 + 512;
+      if constexpr (VEC16) {
+        ptx::cp_async_16(d0, ca0);
+        ptx::cp_async_16(d1, ca1);
+      } else {  // rows only 8-byte aligned
+        ptx::cp_async_8(d0, ca0);
+        ptx::cp_async_8(d0 + 8, ca0 + 8);
+        ptx::cp_async_8(d1, ca1);
+        ptx::cp_async_8(d1 + 8, ca1 + 8);
+      }
+      if ((t & 1) == 0) {
+        const uint32_t e0 = st + kStageA + kStageB + g * 8 + 2 * t, e1 = e0 + 64;
+        if constexpr (SCALE4) {
+          ptx::cp_async_4(e0, cs0);
+          ptx::cp_async_4(e1, cs1);
+        } else {  // unaligned scale rows: a plain copy (exposes latency)
+          uint32_t v0 = 0, v1 = 0;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            v0 |= uint32_t(__ldg(cs0 + i)) << (8 * i);
+            v1 |= uint32_t(__ldg(cs1 + i)) << (8 * i);
+          }
+          *reinterpret_cast<uint32_t*>(ring + (e0 - ring_s)) = v0;
+          *reinterpret_cast<uint32_t*>(ring + (e1 - ring_s)) = v1;
+        }
+      }
       ca0 += kGroupBytes;
       ca1 += kGroupBytes;
       cs0 += kScaleStep;
       cs1 += kScaleStep;
     };
-    // The last group of a row may be partial (K % 128 != 0): bounds-checked.
-    auto load_a_tail = [&](int gi, Stage& st) {
-      const int off = gi * kGroupBytes + t * 16;
-      st.row0 = load_chunk<VEC16>(a0 - t * 16, off, row_bytes);
-      st.row1 = load_chunk<VEC16>(a1 - t * 16, off, row_bytes);
-      const int kb = gi * 8 + 2 * t;
-      auto sc = [&](int row, int b) -> uint32_t {
-        return b < kblocks ? uint32_t(__ldg(p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row,
-                                                                          l, row, b, p.m, kblocks)))
-                           : 0u;
-      };
-      st.sc0 = sc(rr0, kb) | (sc(rr0, kb + 1) << 8);
-      st.sc1 = sc(rr1, kb) | (sc(rr1, kb + 1) << 8);
-    };
-    auto load_b = [&](Stage& st) {
-      st.b0[0] = ptx::ld_nc_v4(cb0);
-      st.b0[1] = ptx::ld_nc_v4(cb0 + 1);
-      st.b1[0] = ptx::ld_nc_v4(cb1);
-      st.b1[1] = ptx::ld_nc_v4(cb1 + 1);
-      cb0 += b0_step;
-      cb1 += b1_step;
+    auto issue_b = [&](int slot) {
+      if (lane < 16) ptx::cp_async_16(ring_s + slot * kStageBytes + kStageA + lane * 16, cb);
+      cb += kGroupSlots;
     };
     auto wait_b = [&] {
       if (!b_ready) {  // the pre-pass has written B and cleared the counters
@@ -271,19 +273,21 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
     };
 
     float acc0 = 0.f, acc1 = 0.f, acc2 = 0.f, acc3 = 0.f;
-    auto compute = [&](const Stage& st) {
+    // bq: this lane's b0 fragments (8 f16x2), then its b1 fragments.
+    auto mma_group = [&](const uint4& x0, const uint4& x1, uint32_t sc0, uint32_t sc1,
+                         const uint4 (&bq)[4]) {
+      const uint32_t b0[8] = {bq[0].x, bq[0].y, bq[0].z, bq[0].w,
+                              bq[1].x, bq[1].y, bq[1].z, bq[1].w};
+      const uint32_t b1[8] = {bq[2].x, bq[2].y, bq[2].z, bq[2].w,
+                              bq[3].x, bq[3].y, bq[3].z, bq[3].w};
       uint32_t h0[4][4], h1[4][4];
-      const uint32_t w0[4] = {st.row0.x, st.row0.y, st.row0.z, st.row0.w};
-      const uint32_t w1[4] = {st.row1.x, st.row1.y, st.row1.z, st.row1.w};
+      const uint32_t w0[4] = {x0.x, x0.y, x0.z, x0.w};
+      const uint32_t w1[4] = {x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
       for (int wi = 0; wi < 4; ++wi) {
         decode_fp4x8(w0[wi], h0[wi]);
         decode_fp4x8(w1[wi], h1[wi]);
       }
-      const uint32_t b0[8] = {st.b0[0].x, st.b0[0].y, st.b0[0].z, st.b0[0].w,
-                              st.b0[1].x, st.b0[1].y, st.b0[1].z, st.b0[1].w};
-      const uint32_t b1[8] = {st.b1[0].x, st.b1[0].y, st.b1[0].z, st.b1[0].w,
-                              st.b1[1].x, st.b1[1].y, st.b1[1].z, st.b1[1].w};
       float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -291,41 +295,73 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
         const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
         ptx::mma_m16n8k16_f16_f32(c, a, b0[j], b1[j]);
       }
-      const float2 sa = e4m3x2_to_f32(st.sc0), sb = e4m3x2_to_f32(st.sc1);
+      const float2 sa = e4m3x2_to_f32(sc0), sb = e4m3x2_to_f32(sc1);
       acc0 = fmaf(c[0], sa.x, acc0);
       acc1 = fmaf(c[1], sa.y, acc1);
       acc2 = fmaf(c[2], sb.x, acc2);
       acc3 = fmaf(c[3], sb.y, acc3);
     };
+    auto compute = [&](int slot) {
+      const uint8_t* st = ring + slot * kStageBytes;
+      const uint4 x0 = ptx::ld_shared_v4(st + g * 64 + t * 16);
+      const uint4 x1 = ptx::ld_shared_v4(st + 512 + g * 64 + t * 16);
+      const uint8_t* sc = st + kStageA + kStageB + g * 8 + 2 * t;
+      const uint32_t sc0 = *reinterpret_cast<const unsigned short*>(sc);
+      const uint32_t sc1 = *reinterpret_cast<const unsigned short*>(sc + 64);
+      const uint8_t* q0 = b0_off >= 0 ? st + b0_off : smem;
+      const uint8_t* q1 = b1_off >= 0 ? st + b1_off : smem;
+      const uint4 bq[4] = {ptx::ld_shared_v4(q0), ptx::ld_shared_v4(q0 + 16), ptx::ld_shared_v4(q1),
+                           ptx::ld_shared_v4(q1 + 16)};
+      mma_group(x0, x1, sc0, sc1, bq);
+    };
 
-    // Full groups of [g0, g1): a register pipeline DEPTH groups deep.
-    const int gf = min(g1, g_full);
-    Stage st[DEPTH];
+    // Full groups of [g0, g1) through the ring: DEPTH - 1 groups in flight
+    // while one is computed.
+    const int n = min(g1, g_full) - g0;
 #pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-      if (g0 + d < gf) load_a(st[d]);
+    for (int d = 0; d < DEPTH - 1; ++d)
+      if (d < n) issue_a(d);
     wait_b();
 #pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-      if (g0 + d < gf) load_b(st[d]);
-    int gi = g0;
-    for (; gi + DEPTH <= gf; gi += DEPTH) {
-#pragma unroll
-      for (int d = 0; d < DEPTH; ++d) {
-        compute(st[d]);
-        if (gi + d + DEPTH < gf) {
-          load_a(st[d]);
-          load_b(st[d]);
-        }
-      }
+    for (int d = 0; d < DEPTH - 1; ++d) {
+      if (d < n) issue_b(d);
+      ptx::cp_async_commit();
     }
-#pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-      if (gi + d < gf) compute(st[d]);
-    if (g1 > gf) {  // the partial last group of the row; the B cursors are there
-      load_a_tail(gf, st[0]);
-      load_b(st[0]);
-      compute(st[0]);
+    int slot = 0, next = DEPTH - 1;  // ring slots of the group computed / copied next
+    for (int i = 0; i < n; ++i) {
+      if (i + DEPTH - 1 < n) {
+        issue_a(next);
+        issue_b(next);
+      }
+      ptx::cp_async_commit();
+      ptx::cp_async_wait_group<DEPTH - 1>();
+      __syncwarp();
+      compute(slot);
+      __syncwarp();  // every lane is done with the slot before it is refilled
+      slot = slot + 1 == DEPTH ? 0 : slot + 1;
+      next = next + 1 == DEPTH ? 0 : next + 1;
+    }
+    if (g1 > g_full) {  // the partial last group of the row, straight from global memory
+      const int gi = g_full, off = gi * kGroupBytes + t * 16;
+      const uint4 x0 = load_chunk<VEC16>(a0 - t * 16, off, row_bytes);
+      const uint4 x1 = load_chunk<VEC16>(a1 - t * 16, off, row_bytes);
+      const int kb = gi * 8 + 2 * t;
+      auto sc = [&](int row, int b) -> uint32_t {
+        return b < kblocks ? uint32_t(__ldg(p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row,
+                                                                          l, row, b, p.m, kblocks)))
+                           : 0u;
+      };
+      const uint32_t sc0 = sc(rr0, kb) | (sc(rr0, kb + 1) << 8);
+      const uint32_t sc1 = sc(rr1, kb) | (sc(rr1, kb + 1) << 8);
+      const uint8_t* bg = reinterpret_cast<const uint8_t*>(
+          p.b_slots + 2 + ((long long)l * p.groups + gi) * kGroupSlots);
+      const uint8_t* zero = reinterpret_cast<const uint8_t*>(p.b_slots);
+      const uint8_t* q0 = b0_lane ? bg + t * 64 : zero;
+      const uint8_t* q1 = b1_lane ? bg + t * 64 + 32 : zero;
+      wait_b();
+      const uint4 bq[4] = {ptx::ld_nc_v4(q0), ptx::ld_nc_v4(q0 + 16), ptx::ld_nc_v4(q1),
+                           ptx::ld_nc_v4(q1 + 16)};
+      mma_group(x0, x1, sc0, sc1, bq);
     }
 
     // ---- Reduce: columns -> lanes of a quad; lanes t == 0 hold rows g, g+8 ----
@@ -344,9 +380,9 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
     }
     // A tile cut between warps: publish the partial sums, and the last warp
     // to arrive adds them in warp order.
-    const int slot = tile_id == begin_tile ? 0 : 1;
+    const int which = tile_id == begin_tile ? 0 : 1;  // the warp's first or last tile
     if (t == 0) {
-      float* mine = p.partials + (warp * 2 + slot) * 16;
+      float* mine = p.partials + (warp * 2 + which) * 16;
       mine[g] = r0;
       mine[g + 8] = r1;
       __threadfence();

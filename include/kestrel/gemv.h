@@ -15,7 +15,7 @@ namespace kestrel {
 // warp under `min_groups` groups (of 16 rows x 128 values) to stream.
 struct GemvConfig {
   int warps = 8;       // warps per CTA: 4, 8 or 16
-  int depth = 2;       // groups in flight per warp: 1, 2, 3 or 4
+  int depth = 6;       // shared-memory stages per warp (depth - 1 groups in flight): 2, 4, 6, 8
   int min_groups = 8;  // least work per warp: 4, 8, 16 or 32 groups
 
   std::string describe() const;  // "w8 d2 g8"

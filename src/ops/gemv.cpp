@@ -43,10 +43,14 @@ Status check_config(const GemvConfig& c) {
   auto in = [](int v, std::initializer_list<int> set) {
     return std::find(set.begin(), set.end(), v) != set.end();
   };
-  if (!in(c.warps, {4, 8, 16}) || !in(c.depth, {1, 2, 3, 4}) || !in(c.min_groups, {4, 8, 16, 32}))
+  if (!in(c.warps, {4, 8, 16}) || !in(c.depth, {2, 4, 6, 8}) || !in(c.min_groups, {4, 8, 16, 32}))
     return Status::InvalidArgument("config: not in gemv_config_space(): " + c.describe());
   return Status::Ok();
 }
+
+// kernels/nvfp4_gemv.cuh (smem_bytes): a zero block, then per warp DEPTH
+// stages of 1024 bytes of A, 256 of decoded B and 128 of scale codes.
+int smem_bytes(const GemvConfig& c) { return 32 + c.warps * c.depth * 1408; }
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
@@ -60,7 +64,7 @@ std::string GemvConfig::describe() const {
 std::vector<GemvConfig> gemv_config_space() {
   std::vector<GemvConfig> out;
   for (int w : {4, 8, 16})
-    for (int d : {1, 2, 3, 4})
+    for (int d : {2, 4, 6, 8})
       for (int g : {4, 8, 16, 32}) out.push_back({w, d, g});
   return out;
 }
@@ -107,11 +111,11 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   const Shape3 av = shape3(a.values), bv = shape3(b.values);
   const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
-  // Each lane reads the scales of two adjacent blocks with one 2-byte load
-  // when they are 2-byte aligned (always in the blocked layout).
-  const bool scale_pair =
-      a_blk || (reinterpret_cast<uintptr_t>(a.scales.data) % 2 == 0 &&
-                shape3(a.scales).row_stride % 2 == 0 && shape3(a.scales).batch_stride % 2 == 0);
+  // Scale codes are copied 4 at a time when every row's are 4-byte aligned
+  // (always in the blocked layout).
+  const bool scale4 =
+      a_blk || (reinterpret_cast<uintptr_t>(a.scales.data) % 4 == 0 &&
+                shape3(a.scales).row_stride % 4 == 0 && shape3(a.scales).batch_stride % 4 == 0);
   GemvParams p{};
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
@@ -140,12 +144,13 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
 
   rt::Kernel main_kernel, prepass;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      ops::gemv_kernel_spec(c.dtype, cfg, a_blk, vec16, scale_pair), &main_kernel));
+      ops::gemv_kernel_spec(c.dtype, cfg, a_blk, vec16, scale4), &main_kernel));
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::gemv_prepass_spec(b_blk), &prepass));
   // As many CTAs as fit at once (every warp streams the same share), fewer
   // when a warp would get less than min_groups groups.
   rt::LaunchShape shape;
   shape.block = dim3(unsigned(cfg.warps * 32));
+  shape.smem_bytes = size_t(smem_bytes(cfg));
   shape.early_start = true;
   int resident = 0;
   KESTREL_RETURN_IF_ERROR(main_kernel.max_active_clusters(shape, &resident));

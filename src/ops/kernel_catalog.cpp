@@ -61,7 +61,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   for (DType out : {DType::kF16, DType::kBF16})
     for (bool a_blk : {false, true})
       specs.push_back(gemv_kernel_spec(out, GemvConfig{}, a_blk, true, true));
-  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{4, 1, 4}, false, false, false));
+  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{4, 2, 4}, false, false, false));
   for (bool b_blk : {false, true}) specs.push_back(gemv_prepass_spec(b_blk));
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
