@@ -1,10 +1,13 @@
 // NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k].
 //
-// Memory-bound on A (0.5625 bytes per value). Each lane streams 16-byte chunks
-// of two rows of A (rows g and g+8 of a 16-row tile) into a per-warp ring of
-// shared-memory stages by cp.async (so the bytes in flight cost no
-// registers), decodes them to fp16 by bit placement (common/fp4_decode.cuh)
-// and feeds them to mma.m16n8k16 with fp32 accumulation. Products e2m1 x (e2m1*e4m3) are exact and the tensor
+// Memory-bound on A (0.5625 bytes per value). A warp copies SUPER groups of
+// its 16-row tile at a time into a ring of shared-memory stages by cp.async,
+// one instruction per row covering SUPER * 64 contiguous bytes: DRAM sees
+// long runs of few rows (many short runs of many rows, or more of them in
+// flight, measured slower), and bytes in flight cost no registers. Each lane
+// then takes 16-byte chunks of rows g and g+8, decodes them to fp16 by bit
+// placement (common/fp4_decode.cuh) and feeds them to mma.m16n8k16 with fp32
+// accumulation. Products e2m1 x (e2m1*e4m3) are exact and the tensor
 // core sums them in fp32, as the Blackwell block-scaled MMA does.
 //
 // The N = 8 columns of the mma carry no second vector; they separate scale
@@ -110,16 +113,25 @@ __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, in
   return v;
 }
 
-// One group of one warp in shared memory: A as [row g / g+8][g][t] x 16
-// bytes, decoded B as [t][half] x 32 bytes, A's scale codes as
-// [row g / g+8][g] x 8 bytes (the 8 blocks of the group).
-constexpr int kStageA = 1024, kStageB = 256, kStageS = 128;
-constexpr int kStageBytes = kStageA + kStageB + kStageS;
+// One stage (SUPER groups of one warp) in shared memory: 16 rows of A, each
+// SUPER * 64 bytes padded by 64 (rows g and g + 1 then fall in different
+// banks); decoded B as [group][t][half] x 32 bytes; A's scale codes as
+// [row][group] x 8 bytes.
+constexpr int kRowPad = 64;
+template <int SUPER>
+struct StageLayout {
+  static constexpr int kRowStride = SUPER * kGroupBytes + kRowPad;
+  static constexpr int kA = 16 * kRowStride;
+  static constexpr int kB = SUPER * 256;
+  static constexpr int kRowScales = SUPER * 8;
+  static constexpr int kS = 16 * kRowScales;
+  static constexpr int kBytes = kA + kB + kS;
+};
 constexpr int kZeroBytes = 32;  // read by lanes whose B fragment is zero
 
-template <int WARPS, int DEPTH>
+template <int WARPS, int DEPTH, int SUPER>
 __host__ __device__ constexpr int smem_bytes() {
-  return kZeroBytes + WARPS * DEPTH * kStageBytes;
+  return kZeroBytes + WARPS * DEPTH * StageLayout<SUPER>::kBytes;
 }
 
 // Which warp of the grid owns unit x: the largest w with units * w / W <= x.
@@ -179,9 +191,11 @@ __global__ void __launch_bounds__(256) nvfp4_gemv_b_prepass_kernel(const __grid_
   if (blockIdx.x == 0 && threadIdx.x < 2) p.b_slots[threadIdx.x] = make_uint4(0, 0, 0, 0);
 }
 
-template <typename OUT, int WARPS, int DEPTH, bool A_BLOCKED, bool VEC16, bool SCALE4>
+template <typename OUT, int WARPS, int DEPTH, int SUPER, bool A_BLOCKED, bool VEC16, bool SCALE4>
 __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
+  using L = StageLayout<SUPER>;
+  static_assert(SUPER == 4 || SUPER == 8, "a row copy is SUPER * 64 bytes: 8 or 16 bytes per lane");
   extern __shared__ __align__(16) uint8_t smem[];
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const long long warp = blockIdx.x * (long long)WARPS + threadIdx.x / 32;
@@ -190,7 +204,7 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
 
   if (threadIdx.x < kZeroBytes / 4) reinterpret_cast<uint32_t*>(smem)[threadIdx.x] = 0u;
   __syncthreads();
-  uint8_t* ring = smem + kZeroBytes + (threadIdx.x / 32) * DEPTH * kStageBytes;
+  uint8_t* ring = smem + kZeroBytes + (threadIdx.x / 32) * DEPTH * L::kBytes;
   const uint32_t ring_s = ptx::smem_u32(ring);
 
   // B fragments: lanes g == 2t read half 0 of their chunk's slot into b0,
@@ -198,7 +212,14 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
   // column owns no slot of that lane), which keeps the loop free of
   // per-lane branches.
   const bool b0_lane = g == 2 * t, b1_lane = g == 2 * t + 1;
-  const int b0_off = b0_lane ? kStageA + t * 64 : -1, b1_off = b1_lane ? kStageA + t * 64 + 32 : -1;
+  const int b0_off = b0_lane ? L::kA + t * 64 : -1, b1_off = b1_lane ? L::kA + t * 64 + 32 : -1;
+
+  // Copy roles within a stage: a row copy gives each lane kCopy bytes of the
+  // row's SUPER groups (the warp covers them in one instruction).
+  constexpr int kCopy = SUPER * kGroupBytes / 32;  // bytes per lane per row: 8 or 16
+  const int copy_group = lane * kCopy / kGroupBytes;
+  constexpr int kPieces = SUPER * 2;  // 4-byte scale pieces per row and stage
+  const int q = lane % kPieces;
 
   const long long u_begin = first_unit(warp, p), u_end = first_unit(warp + 1, p);
   const long long begin_tile = u_begin / p.groups;
@@ -209,61 +230,59 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
     const int g1 = int(min(u_end - tile_id * p.groups, (long long)p.groups));
     u = tile_id * p.groups + g1;
     const int l = int(tile_id / p.tiles), tile = int(tile_id % p.tiles);
+    const int gend = min(g1, g_full);  // full groups run through the ring
 
     // Rows past M read row M-1 (never stored): the loop needs no predicates.
     const int row0 = tile * 16 + g, row1 = row0 + 8;
-    const int rr0 = min(row0, p.m - 1), rr1 = min(row1, p.m - 1);
-    const uint8_t* a0 = p.a + l * p.a_batch + (long long)rr0 * p.a_row + t * 16;
-    const uint8_t* a1 = p.a + l * p.a_batch + (long long)rr1 * p.a_row + t * 16;
-    // Lanes with even t copy the scale codes of blocks 2t..2t+3 of a group
-    // (4 bytes: contiguous in both layouts); the next group's sit kScaleStep on.
-    constexpr int kScaleStep = A_BLOCKED ? 1024 : 8;
-    const uint8_t* s0 =
-        p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr0, 2 * (t & 2), p.m, kblocks);
-    const uint8_t* s1 =
-        p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr1, 2 * (t & 2), p.m, kblocks);
+    const uint8_t* a_tile = p.a + l * p.a_batch;
+    auto a_row = [&](int r) { return a_tile + (long long)min(tile * 16 + r, p.m - 1) * p.a_row; };
+    auto scale_at = [&](int r, int kb) {
+      return p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, min(tile * 16 + r, p.m - 1),
+                                          kb, p.m, kblocks);
+    };
 
-    // Cursors of the next group to copy; they only move forward.
-    const uint8_t *ca0 = a0 + g0 * kGroupBytes, *ca1 = a1 + g0 * kGroupBytes;
-    const uint8_t *cs0 = s0 + (long long)g0 * kScaleStep, *cs1 = s1 + (long long)g0 * kScaleStep;
-    const uint4* cb = p.b_slots + 2 + ((long long)l * p.groups + g0) * kGroupSlots + lane % 16;
-
-    auto issue_a = [&](int slot) {
-      const uint32_t st = ring_s + slot * kStageBytes;
-      const uint32_t d0 = st + g * 64 + t * 16, d1 = d0 + 512;
-      if constexpr (VEC16) {
-        ptx::cp_async_16(d0, ca0);
-        ptx::cp_async_16(d1, ca1);
-      } else {  // rows only 8-byte aligned
-        ptx::cp_async_8(d0, ca0);
-        ptx::cp_async_8(d0 + 8, ca0 + 8);
-        ptx::cp_async_8(d1, ca1);
-        ptx::cp_async_8(d1 + 8, ca1 + 8);
-      }
-      if ((t & 1) == 0) {
-        const uint32_t e0 = st + kStageA + kStageB + g * 8 + 2 * t, e1 = e0 + 64;
-        if constexpr (SCALE4) {
-          ptx::cp_async_4(e0, cs0);
-          ptx::cp_async_4(e1, cs1);
-        } else {  // unaligned scale rows: a plain copy (exposes latency)
-          uint32_t v0 = 0, v1 = 0;
+    auto issue_a = [&](int slot, int gs) {
+      const uint32_t st = ring_s + slot * L::kBytes;
+      const bool a_ok = gs + copy_group < gend;
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            v0 |= uint32_t(__ldg(cs0 + i)) << (8 * i);
-            v1 |= uint32_t(__ldg(cs1 + i)) << (8 * i);
-          }
-          *reinterpret_cast<uint32_t*>(ring + (e0 - ring_s)) = v0;
-          *reinterpret_cast<uint32_t*>(ring + (e1 - ring_s)) = v1;
+      for (int r = 0; r < 16; ++r) {
+        if (!a_ok) break;
+        const uint8_t* src = a_row(r) + gs * kGroupBytes + lane * kCopy;
+        const uint32_t dst = st + r * L::kRowStride + lane * kCopy;
+        if constexpr (VEC16 && kCopy == 16) {
+          ptx::cp_async_16(dst, src);
+        } else {
+#pragma unroll
+          for (int h = 0; h < kCopy; h += 8) ptx::cp_async_8(dst + h, src + h);
         }
       }
-      ca0 += kGroupBytes;
-      ca1 += kGroupBytes;
-      cs0 += kScaleStep;
-      cs1 += kScaleStep;
+      // Scale codes: piece q (blocks 4q..4q+3, of group q / 2) of rows
+      // lane / kPieces + i * 32 / kPieces.
+      if (gs + q / 2 < gend) {
+#pragma unroll
+        for (int i = 0; i < 16 * kPieces / 32; ++i) {
+          const int r = lane / kPieces + i * (32 / kPieces);
+          const uint8_t* src = scale_at(r, gs * 8 + 4 * q);
+          const uint32_t off = L::kA + L::kB + r * L::kRowScales + 4 * q;
+          if constexpr (SCALE4) {
+            ptx::cp_async_4(st + off, src);
+          } else {  // unaligned scale rows: a plain copy (exposes latency)
+            uint32_t v = 0;
+#pragma unroll
+            for (int b = 0; b < 4; ++b) v |= uint32_t(__ldg(src + b)) << (8 * b);
+            *reinterpret_cast<uint32_t*>(ring + slot * L::kBytes + off) = v;
+          }
+        }
+      }
     };
-    auto issue_b = [&](int slot) {
-      if (lane < 16) ptx::cp_async_16(ring_s + slot * kStageBytes + kStageA + lane * 16, cb);
-      cb += kGroupSlots;
+    auto issue_b = [&](int slot, int gs) {
+      const uint4* src = p.b_slots + 2 + ((long long)l * p.groups + gs) * kGroupSlots;
+#pragma unroll
+      for (int i = 0; i < SUPER * kGroupSlots / 32; ++i) {
+        const int piece = lane + 32 * i;
+        if (gs + piece / kGroupSlots < gend)
+          ptx::cp_async_16(ring_s + slot * L::kBytes + L::kA + piece * 16, src + piece);
+      }
     };
     auto wait_b = [&] {
       if (!b_ready) {  // the pre-pass has written B and cleared the counters
@@ -291,8 +310,8 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
       float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const int wlo = j / 4, whi = 2 + j / 4, q = j % 4;
-        const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
+        const int wlo = j / 4, whi = 2 + j / 4, qq = j % 4;
+        const uint32_t a[4] = {h0[wlo][qq], h1[wlo][qq], h0[whi][qq], h1[whi][qq]};
         ptx::mma_m16n8k16_f16_f32(c, a, b0[j], b1[j]);
       }
       const float2 sa = e4m3x2_to_f32(sc0), sb = e4m3x2_to_f32(sc1);
@@ -301,58 +320,57 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
       acc2 = fmaf(c[2], sb.x, acc2);
       acc3 = fmaf(c[3], sb.y, acc3);
     };
-    auto compute = [&](int slot) {
-      const uint8_t* st = ring + slot * kStageBytes;
-      const uint4 x0 = ptx::ld_shared_v4(st + g * 64 + t * 16);
-      const uint4 x1 = ptx::ld_shared_v4(st + 512 + g * 64 + t * 16);
-      const uint8_t* sc = st + kStageA + kStageB + g * 8 + 2 * t;
+    auto compute = [&](int slot, int j) {
+      const uint8_t* st = ring + slot * L::kBytes;
+      const uint4 x0 = ptx::ld_shared_v4(st + g * L::kRowStride + j * kGroupBytes + t * 16);
+      const uint4 x1 = ptx::ld_shared_v4(st + (g + 8) * L::kRowStride + j * kGroupBytes + t * 16);
+      const uint8_t* sc = st + L::kA + L::kB + g * L::kRowScales + j * 8 + 2 * t;
       const uint32_t sc0 = *reinterpret_cast<const unsigned short*>(sc);
-      const uint32_t sc1 = *reinterpret_cast<const unsigned short*>(sc + 64);
-      const uint8_t* q0 = b0_off >= 0 ? st + b0_off : smem;
-      const uint8_t* q1 = b1_off >= 0 ? st + b1_off : smem;
+      const uint32_t sc1 = *reinterpret_cast<const unsigned short*>(sc + 8 * L::kRowScales);
+      const uint8_t* q0 = b0_off >= 0 ? st + b0_off + j * 256 : smem;
+      const uint8_t* q1 = b1_off >= 0 ? st + b1_off + j * 256 : smem;
       const uint4 bq[4] = {ptx::ld_shared_v4(q0), ptx::ld_shared_v4(q0 + 16), ptx::ld_shared_v4(q1),
                            ptx::ld_shared_v4(q1 + 16)};
       mma_group(x0, x1, sc0, sc1, bq);
     };
 
-    // Full groups of [g0, g1) through the ring: DEPTH - 1 groups in flight
-    // while one is computed.
-    const int n = min(g1, g_full) - g0;
+    // Full groups of [g0, g1) through the ring, SUPER at a time: DEPTH - 1
+    // stages in flight while one is computed.
+    const int stages = (gend - g0 + SUPER - 1) / SUPER;
 #pragma unroll
     for (int d = 0; d < DEPTH - 1; ++d)
-      if (d < n) issue_a(d);
+      if (d < stages) issue_a(d, g0 + d * SUPER);
     wait_b();
 #pragma unroll
     for (int d = 0; d < DEPTH - 1; ++d) {
-      if (d < n) issue_b(d);
+      if (d < stages) issue_b(d, g0 + d * SUPER);
       ptx::cp_async_commit();
     }
-    int slot = 0, next = DEPTH - 1;  // ring slots of the group computed / copied next
-    for (int i = 0; i < n; ++i) {
-      if (i + DEPTH - 1 < n) {
-        issue_a(next);
-        issue_b(next);
+    int slot = 0, next = DEPTH - 1;  // ring slots of the stage computed / copied next
+    for (int i = 0; i < stages; ++i) {
+      if (i + DEPTH - 1 < stages) {
+        issue_a(next, g0 + (i + DEPTH - 1) * SUPER);
+        issue_b(next, g0 + (i + DEPTH - 1) * SUPER);
       }
       ptx::cp_async_commit();
       ptx::cp_async_wait_group<DEPTH - 1>();
       __syncwarp();
-      compute(slot);
+      const int gs = g0 + i * SUPER;
+#pragma unroll
+      for (int j = 0; j < SUPER; ++j)
+        if (gs + j < gend) compute(slot, j);
       __syncwarp();  // every lane is done with the slot before it is refilled
       slot = slot + 1 == DEPTH ? 0 : slot + 1;
       next = next + 1 == DEPTH ? 0 : next + 1;
     }
     if (g1 > g_full) {  // the partial last group of the row, straight from global memory
       const int gi = g_full, off = gi * kGroupBytes + t * 16;
-      const uint4 x0 = load_chunk<VEC16>(a0 - t * 16, off, row_bytes);
-      const uint4 x1 = load_chunk<VEC16>(a1 - t * 16, off, row_bytes);
+      const uint4 x0 = load_chunk<VEC16>(a_row(g), off, row_bytes);
+      const uint4 x1 = load_chunk<VEC16>(a_row(g + 8), off, row_bytes);
       const int kb = gi * 8 + 2 * t;
-      auto sc = [&](int row, int b) -> uint32_t {
-        return b < kblocks ? uint32_t(__ldg(p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row,
-                                                                          l, row, b, p.m, kblocks)))
-                           : 0u;
-      };
-      const uint32_t sc0 = sc(rr0, kb) | (sc(rr0, kb + 1) << 8);
-      const uint32_t sc1 = sc(rr1, kb) | (sc(rr1, kb + 1) << 8);
+      auto sc = [&](int r, int b) -> uint32_t { return b < kblocks ? uint32_t(__ldg(scale_at(r, b))) : 0u; };
+      const uint32_t sc0 = sc(g, kb) | (sc(g, kb + 1) << 8);
+      const uint32_t sc1 = sc(g + 8, kb) | (sc(g + 8, kb + 1) << 8);
       const uint8_t* bg = reinterpret_cast<const uint8_t*>(
           p.b_slots + 2 + ((long long)l * p.groups + gi) * kGroupSlots);
       const uint8_t* zero = reinterpret_cast<const uint8_t*>(p.b_slots);

@@ -11,14 +11,17 @@
 namespace kestrel {
 
 // One point of the GEMV kernel's configuration space (for tuning).
+// A warp streams its 16-row tile `run` groups (of 128 values) at a time,
+// each row's run one contiguous copy, through `depth` shared-memory stages.
 // The grid is as many CTAs as fit at once, fewer when that would leave a
-// warp under `min_groups` groups (of 16 rows x 128 values) to stream.
+// warp under `min_groups` groups to stream.
 struct GemvConfig {
-  int warps = 8;       // warps per CTA: 4, 8 or 16
-  int depth = 6;       // shared-memory stages per warp (depth - 1 groups in flight): 2, 4, 6, 8
-  int min_groups = 8;  // least work per warp: 4, 8, 16 or 32 groups
+  int warps = 4;        // warps per CTA: 4 or 8
+  int depth = 2;        // stages per warp (depth - 1 in flight): 2, 3 or 4
+  int run = 8;          // groups per stage: 4 or 8 (256 or 512 bytes per row)
+  int min_groups = 16;  // least work per warp: 8, 16, 32 or 64 groups
 
-  std::string describe() const;  // "w8 d2 g8"
+  std::string describe() const;  // "w4 d2 r8 g16"
 };
 
 // Every configuration the kernel accepts, for `kestrel tune`.

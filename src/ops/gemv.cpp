@@ -39,33 +39,40 @@ struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
 constexpr int kGroup = 128;
 constexpr int64_t kMaxK = int64_t(1) << 20;
 
+// kernels/nvfp4_gemv.cuh (smem_bytes): a zero block, then per warp `depth`
+// stages of 16 padded rows of A, decoded B and scale codes.
+int smem_bytes(const GemvConfig& c) { return 32 + c.warps * c.depth * (c.run * 1408 + 1024); }
+
+constexpr int kSmemLimit = 227 * 1024;  // opt-in shared memory per block on sm_90
+
 Status check_config(const GemvConfig& c) {
   auto in = [](int v, std::initializer_list<int> set) {
     return std::find(set.begin(), set.end(), v) != set.end();
   };
-  if (!in(c.warps, {4, 8, 16}) || !in(c.depth, {2, 4, 6, 8}) || !in(c.min_groups, {4, 8, 16, 32}))
+  if (!in(c.warps, {4, 8}) || !in(c.depth, {2, 3, 4}) || !in(c.run, {4, 8}) ||
+      !in(c.min_groups, {8, 16, 32, 64}) || smem_bytes(c) > kSmemLimit)
     return Status::InvalidArgument("config: not in gemv_config_space(): " + c.describe());
   return Status::Ok();
 }
-
-// kernels/nvfp4_gemv.cuh (smem_bytes): a zero block, then per warp DEPTH
-// stages of 1024 bytes of A, 256 of decoded B and 128 of scale codes.
-int smem_bytes(const GemvConfig& c) { return 32 + c.warps * c.depth * 1408; }
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
 }  // namespace
 
 std::string GemvConfig::describe() const {
-  return "w" + std::to_string(warps) + " d" + std::to_string(depth) + " g" +
-         std::to_string(min_groups);
+  return "w" + std::to_string(warps) + " d" + std::to_string(depth) + " r" + std::to_string(run) +
+         " g" + std::to_string(min_groups);
 }
 
 std::vector<GemvConfig> gemv_config_space() {
   std::vector<GemvConfig> out;
-  for (int w : {4, 8, 16})
-    for (int d : {2, 4, 6, 8})
-      for (int g : {4, 8, 16, 32}) out.push_back({w, d, g});
+  for (int w : {4, 8})
+    for (int d : {2, 3, 4})
+      for (int r : {4, 8})
+        for (int g : {8, 16, 32, 64}) {
+          const GemvConfig c{w, d, r, g};
+          if (smem_bytes(c) <= kSmemLimit) out.push_back(c);
+        }
   return out;
 }
 

@@ -61,7 +61,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   for (DType out : {DType::kF16, DType::kBF16})
     for (bool a_blk : {false, true})
       specs.push_back(gemv_kernel_spec(out, GemvConfig{}, a_blk, true, true));
-  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{4, 2, 4}, false, false, false));
+  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{8, 3, 4, 8}, false, false, false));
   for (bool b_blk : {false, true}) specs.push_back(gemv_prepass_spec(b_blk));
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
@@ -82,7 +82,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
 
 std::vector<rt::KernelSpec> configuration_space_specs() {
   std::vector<rt::KernelSpec> specs;
-  // min_groups only sizes the grid: one kernel per (warps, depth).
+  // min_groups only sizes the grid: one kernel per (warps, depth, run).
   for (const GemvConfig& c : gemv_config_space())
     if (c.min_groups == GemvConfig{}.min_groups)
       specs.push_back(gemv_kernel_spec(DType::kF16, c, false, true, true));

@@ -15,7 +15,7 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
   return {"nvfp4_gemv.cuh",
           std::string("kestrel::nvfp4_gemv_kernel<") + half_type(out) + ", " +
               std::to_string(cfg.warps) + ", " + std::to_string(cfg.depth) + ", " +
-              flag(a_blocked) + ", " + flag(vec16) + ", " + flag(scale4) + ">",
+              std::to_string(cfg.run) + ", " + flag(a_blocked) + ", " + flag(vec16) + ", " + flag(scale4) + ">",
           {}};
 }
 
