@@ -144,6 +144,14 @@ __device__ __forceinline__ long long first_unit(long long w, const GemvParams& p
                      (unsigned long long)p.grid_warps);
 }
 
+// The loop is latency-bound per warp, so registers must not be what keeps
+// the SM under 16 warps (shared memory may).
+template <int WARPS, int DEPTH, int SUPER>
+__host__ __device__ constexpr int min_blocks() {
+  const int by_warps = 512 / (WARPS * 32), by_smem = (227 * 1024) / smem_bytes<WARPS, DEPTH, SUPER>();
+  return by_warps < by_smem ? by_warps : (by_smem > 0 ? by_smem : 1);
+}
+
 }  // namespace gemv
 
 // Pre-pass: B decoded to fp16 (times its block scale: exact), one 32-byte slot
@@ -192,7 +200,8 @@ __global__ void __launch_bounds__(256) nvfp4_gemv_b_prepass_kernel(const __grid_
 }
 
 template <typename OUT, int WARPS, int DEPTH, int SUPER, bool A_BLOCKED, bool VEC16, bool SCALE4>
-__global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
+__global__ void __launch_bounds__(WARPS * 32, (gemv::min_blocks<WARPS, DEPTH, SUPER>()))
+    nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   using L = StageLayout<SUPER>;
   static_assert(SUPER == 4 || SUPER == 8, "a row copy is SUPER * 64 bytes: 8 or 16 bytes per lane");
@@ -307,18 +316,21 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
         decode_fp4x8(w0[wi], h0[wi]);
         decode_fp4x8(w1[wi], h1[wi]);
       }
-      float c[4] = {0.f, 0.f, 0.f, 0.f};
+      // Two independent mma chains (even and odd j): the 8 dependent mmas of
+      // one chain were the warp's critical path. Their sum is exact (at most
+      // 16 products per column, all multiples of 2^-28 far below 2^24 ulps).
+      float c[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int wlo = j / 4, whi = 2 + j / 4, qq = j % 4;
         const uint32_t a[4] = {h0[wlo][qq], h1[wlo][qq], h0[whi][qq], h1[whi][qq]};
-        ptx::mma_m16n8k16_f16_f32(c, a, b0[j], b1[j]);
+        ptx::mma_m16n8k16_f16_f32(c[j % 2], a, b0[j], b1[j]);
       }
       const float2 sa = e4m3x2_to_f32(sc0), sb = e4m3x2_to_f32(sc1);
-      acc0 = fmaf(c[0], sa.x, acc0);
-      acc1 = fmaf(c[1], sa.y, acc1);
-      acc2 = fmaf(c[2], sb.x, acc2);
-      acc3 = fmaf(c[3], sb.y, acc3);
+      acc0 = fmaf(c[0][0] + c[1][0], sa.x, acc0);
+      acc1 = fmaf(c[0][1] + c[1][1], sa.y, acc1);
+      acc2 = fmaf(c[0][2] + c[1][2], sb.x, acc2);
+      acc3 = fmaf(c[0][3] + c[1][3], sb.y, acc3);
     };
     auto compute = [&](int slot, int j) {
       const uint8_t* st = ring + slot * L::kBytes;
@@ -356,7 +368,7 @@ __global__ void __launch_bounds__(WARPS * 32) nvfp4_gemv_kernel(const __grid_con
       ptx::cp_async_wait_group<DEPTH - 1>();
       __syncwarp();
       const int gs = g0 + i * SUPER;
-#pragma unroll
+#pragma unroll 4
       for (int j = 0; j < SUPER; ++j)
         if (gs + j < gend) compute(slot, j);
       __syncwarp();  // every lane is done with the slot before it is refilled

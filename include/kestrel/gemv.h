@@ -18,7 +18,7 @@ namespace kestrel {
 struct GemvConfig {
   int warps = 4;        // warps per CTA: 4 or 8
   int depth = 2;        // stages per warp (depth - 1 in flight): 2, 3 or 4
-  int run = 8;          // groups per stage: 4 or 8 (256 or 512 bytes per row)
+  int run = 4;          // groups per stage: 4 or 8 (256 or 512 bytes per row)
   int min_groups = 16;  // least work per warp: 8, 16, 32 or 64 groups
 
   std::string describe() const;  // "w4 d2 r8 g16"
