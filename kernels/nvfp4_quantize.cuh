@@ -9,7 +9,9 @@
 
 #include "common/fp4_decode.cuh"
 #include "common/nvfp4_codec.cuh"
+#include "common/nvfp4_pack16.cuh"
 #include "common/ptx.cuh"
+#include "common/row_segments.cuh"
 
 namespace kestrel {
 
@@ -18,48 +20,41 @@ struct Strides3 {
   long long batch, row;
 };
 
-template <typename T>
-__device__ __forceinline__ float to_f32(T v);
-template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
+// Offset of the scale of (batch b, row, k-block kblock) = the row's part +
+// the k-block's part (k-blocks 4 apart are 512 bytes apart in the blocked
+// layout), so that kernels walking a row add constants.
+template <bool BLOCKED>
+__device__ __forceinline__ long long scale_row_offset(int b, int row, int rows, int kblocks,
+                                                      Strides3 s) {
+  if constexpr (BLOCKED) {
+    const long long rest_k = (kblocks + 3) / 4, rest_mn = (rows + 127) / 128;
+    return ((long long)b * rest_mn + row / 128) * rest_k * 512 + (row % 32) * 16 +
+           ((row % 128) / 32) * 4;
+  } else {
+    return b * s.batch + row * s.row;
+  }
 }
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
+template <bool BLOCKED>
+__device__ __forceinline__ int scale_kblock_offset(int kblock) {
+  return BLOCKED ? (kblock / 4) * 512 + kblock % 4 : kblock;
 }
-
 template <bool BLOCKED>
 __device__ __forceinline__ long long scale_offset(int b, int row, int kblock, int rows,
                                                   int kblocks, Strides3 s) {
-  if constexpr (BLOCKED) {
-    const long long rest_k = (kblocks + 3) / 4, rest_mn = (rows + 127) / 128;
-    return (long long)b * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kblock / 4) * 512 +
-           (row % 32) * 16 + ((row % 128) / 32) * 4 + kblock % 4;
-  } else {
-    return b * s.batch + row * s.row + kblock;
-  }
+  return scale_row_offset<BLOCKED>(b, row, rows, kblocks, s) + scale_kblock_offset<BLOCKED>(kblock);
 }
 
-// One lane per 16-value block: it loads the block (32 or 64 bytes), takes
-// its amax, computes the scale once (an approximate hardware conversion
-// made exact by e4m3_scale_fixup) and the seven rounding bounds, and writes
-// 8 bytes of codes. Consecutive lanes own consecutive blocks, so a warp's
-// loads and stores are contiguous. Grid: x strides over the rows * K / 16
-// blocks of batch blockIdx.y.
-template <typename T, int K, bool BLOCKED>
-__global__ void __launch_bounds__(256) quantize_kernel(const T* __restrict__ x, Strides3 xs,
-                                                       uint8_t* __restrict__ values, Strides3 vs,
-                                                       uint8_t* __restrict__ scales, Strides3 ss,
-                                                       int rows, float global_scale,
-                                                       float inv_6g) {
-  static_assert(K % 16 == 0, "K must be a multiple of 16");
+// fp32 input, one lane per 16-value block: it loads the block (64 bytes),
+// takes its amax, computes the scale once (an approximate hardware conversion
+// made exact by e4m3_scale_fixup) and the seven rounding bounds, and writes 8
+// bytes of codes. Consecutive lanes own consecutive blocks, so a warp's loads
+// and stores are contiguous.
+template <int K, bool BLOCKED>
+__device__ __forceinline__ void quantize_f32(const float* __restrict__ x, Strides3 xs,
+                                             uint8_t* __restrict__ values, Strides3 vs,
+                                             uint8_t* __restrict__ scales, Strides3 ss, int rows,
+                                             float global_scale, float guess_factor) {
   constexpr int KB = K / 16;
-  constexpr int LOADS = 16 * sizeof(T) / 16;  // 16-byte loads per block
   const int b = blockIdx.y;
   const unsigned total = unsigned(rows) * unsigned(KB);
   for (unsigned item = blockIdx.x * blockDim.x + threadIdx.x; item < total;
@@ -67,70 +62,159 @@ __global__ void __launch_bounds__(256) quantize_kernel(const T* __restrict__ x, 
     const int r = int(item / unsigned(KB));
     const int kb = int(item - unsigned(r) * unsigned(KB));
     const uint4* src = reinterpret_cast<const uint4*>(x + b * xs.batch + r * xs.row + kb * 16);
-    uint4 raw[LOADS];
-#pragma unroll
-    for (int i = 0; i < LOADS; ++i) raw[i] = ptx::ld_stream_v4(src + i);
-    const T* xv = reinterpret_cast<const T*>(raw);
     float v[16];
-    float amax = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      v[i] = to_f32<T>(xv[i]);
-      amax = fmaxf(amax, fabsf(v[i]));  // NaN is ignored, as in the reference
+    for (int i = 0; i < 4; ++i) {
+      const uint4 raw = ptx::ld_stream_v4(src + i);
+      v[4 * i] = __uint_as_float(raw.x);
+      v[4 * i + 1] = __uint_as_float(raw.y);
+      v[4 * i + 2] = __uint_as_float(raw.z);
+      v[4 * i + 3] = __uint_as_float(raw.w);
     }
-    const unsigned guess = __nv_cvt_float_to_fp8(amax * inv_6g, __NV_SATFINITE, __NV_E4M3);
+    float amax = 0.0f;  // fmaxf ignores NaN, as the reference does
+#pragma unroll
+    for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(v[i]));
+    const unsigned guess = __nv_cvt_float_to_fp8(amax * guess_factor, __NV_SATFINITE, __NV_E4M3);
     const unsigned scode = e4m3_scale_fixup(guess, amax, global_scale);
     const float scale = e4m3_to_float(scode);
-    // Thresholds between e2m1 magnitudes, as exact "v > bound" tests.
     const float mids[7] = KESTREL_E2M1_MIDPOINTS;
     float bound[7];
 #pragma unroll
     for (int i = 0; i < 7; ++i)
       bound[i] = e2m1_round_up_bound(rn_mul(mids[i], scale), global_scale, (i & 1) != 0);
-
     uint32_t packed[2] = {0u, 0u};
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const float a = fabsf(v[i]);
-      // Branch-free binary search over the 7 sorted bounds.
-      const bool hi = a > bound[3];
-      const bool mid = a > (hi ? bound[5] : bound[1]);
-      const bool lo = a > (mid ? (hi ? bound[6] : bound[2]) : (hi ? bound[4] : bound[0]));
-      const unsigned mag = (unsigned(hi) << 2) | (unsigned(mid) << 1) | unsigned(lo);
-      // Values that round to zero keep code 0 (never -0), as the reference does.
-      const unsigned code = mag | ((mag != 0u && v[i] < 0.0f) ? 8u : 0u);
-      packed[i / 8] |= code << (4 * (i % 8));
-    }
+    for (int i = 0; i < 16; ++i) packed[i / 8] |= e2m1_code(v[i], bound) << (4 * (i % 8));
     *reinterpret_cast<uint2*>(values + b * vs.batch + r * vs.row + kb * 8) =
         make_uint2(packed[0], packed[1]);
     scales[scale_offset<BLOCKED>(b, r, kb, rows, KB, ss)] = (uint8_t)scode;
   }
 }
 
-// One lane expands one 16-value block: 8 packed bytes decoded to fp16 by bit
-// placement (exact e2m1 * scale / 2^14, common/fp4_decode.cuh), put back in
-// K order with byte permutes, and multiplied by 2^14 * global_scale in fp32.
 template <typename T>
-__device__ __forceinline__ void store_pairs(T* dst, const float (&f)[16]);
+struct Half16Of;
 template <>
-__device__ __forceinline__ void store_pairs<float>(float* dst, const float (&f)[16]) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    reinterpret_cast<float4*>(dst)[i] = make_float4(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]);
-}
-template <typename T>
-__device__ __forceinline__ void store_pairs(T* dst, const float (&f)[16]) {
-  uint32_t w[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const T lo = from_f32<T>(f[2 * i]), hi = from_f32<T>(f[2 * i + 1]);
-    w[i] = uint32_t(*reinterpret_cast<const unsigned short*>(&lo)) |
-           (uint32_t(*reinterpret_cast<const unsigned short*>(&hi)) << 16);
+struct Half16Of<__nv_bfloat16> {
+  static constexpr Half16 value = Half16::kBf16;
+};
+template <>
+struct Half16Of<__half> {
+  static constexpr Half16 value = Half16::kFp16;
+};
+
+// bf16 / fp16 input: a lane pair per 16-value block (row_segments), each lane
+// one 16-byte load and one 4-byte store of codes, so every warp access is
+// contiguous. The scale and the rounding bounds come from a shared-memory
+// table built once per CTA for the global scale (common/nvfp4_pack16.cuh):
+// per block, the lanes combine their amax with one shuffle, convert a guess
+// and read 40 bytes of table, and the rounding is two values per compare.
+template <typename T, int K, bool BLOCKED>
+__device__ __forceinline__ void quantize_16bit(const T* __restrict__ x, Strides3 xs,
+                                               uint8_t* __restrict__ values, Strides3 vs,
+                                               uint8_t* __restrict__ scales, Strides3 ss,
+                                               int rows, float global_scale,
+                                               float guess_factor) {
+  constexpr Half16 F = Half16Of<T>::value;
+  constexpr RowSegments seg = row_segments(K);
+  constexpr int KB = K / 16;
+  __shared__ uint4 s_bounds[kScaleCodes][2];  // e2m1_bound_word 0..7 of each scale code
+  __shared__ float2 s_steps[kScaleCodes];      // scale_steps_around each scale code
+  const int b = blockIdx.y;
+  const unsigned warps = blockDim.x / 32, items = unsigned(row_segment_items(K, rows));
+  if (blockIdx.x * warps >= items) return;  // the whole CTA: no table to build
+  for (unsigned e = threadIdx.x; e < kScaleCodes * 8; e += blockDim.x) {
+    const unsigned c = e >> 3, i = e & 7u;
+    reinterpret_cast<uint32_t*>(s_bounds)[e] = e2m1_bound_word<F>(c, i, global_scale);
+    if (i == 7u) scale_steps_around(c, global_scale, &s_steps[c].x, &s_steps[c].y);
   }
-  reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-  reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  __syncthreads();
+
+  const int lane = threadIdx.x & 31, sub_row = lane / seg.lanes;
+  for (unsigned item = blockIdx.x * warps + threadIdx.x / 32; item < items;
+       item += gridDim.x * warps) {
+    const RowSegmentPos pos = row_segment_pos(seg, item, lane);
+    const int row = pos.row, chunk0 = pos.chunk;
+    const bool row_ok = row_segment_row_ok(seg, sub_row, row, rows);
+    const T* src = x + b * xs.batch + (long long)row * xs.row + chunk0 * 8;
+    uint8_t* dst = values + b * vs.batch + (long long)row * vs.row + chunk0 * 4;
+    // Steps are 16 k-blocks apart (or there is one step): a constant distance.
+    uint8_t* sdst = scales + scale_row_offset<BLOCKED>(b, row, rows, KB, ss) +
+                    scale_kblock_offset<BLOCKED>(chunk0 / 2);
+    constexpr int kScaleStep = BLOCKED ? 16 / 4 * 512 : 16;
+    uint4 raw[seg.steps];
+#pragma unroll
+    for (int s = 0; s < seg.steps; ++s)
+      raw[s] = row_ok && row_segment_chunk_ok(seg, chunk0 + s * seg.lanes)
+                   ? ptx::ld_stream_v4(src + s * seg.lanes * 8)
+                   : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+    for (int s = 0; s < seg.steps; ++s) {
+      const int chunk = chunk0 + s * seg.lanes;
+      const uint32_t w[4] = {raw[s].x, raw[s].y, raw[s].z, raw[s].w};
+      // Every lane shuffles (lanes past the row carry zeros), so no divergence.
+      uint32_t m = amax_pair8<F>(w);
+      m = max2<F>(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      const float amax = amax_of_pair<F>(m);
+      const unsigned guess = __nv_cvt_float_to_fp8(amax * guess_factor, __NV_SATFINITE, __NV_E4M3);
+      const float2 step = s_steps[guess];
+      const unsigned code = scale_code_from_guess(guess, amax, step.x, step.y);
+      const uint4 t0 = s_bounds[code][0], t1 = s_bounds[code][1];
+      const uint32_t table[8] = {t0.x, t0.y, t0.z, t0.w, t1.x, t1.y, t1.z, t1.w};
+      const uint32_t codes = e2m1_encode8<F>(w, table);
+      if (row_ok && row_segment_chunk_ok(seg, chunk)) {
+        *reinterpret_cast<uint32_t*>(dst + s * seg.lanes * 4) = codes;
+        if ((chunk & 1) == 0) sdst[s * kScaleStep] = code;
+      }
+    }
+  }
 }
 
+// Grid: x strides over the work of batch blockIdx.y (16-value blocks for
+// fp32, row_segments items of 8 warps per CTA for 2-byte inputs).
+template <typename T, int K, bool BLOCKED>
+__global__ void __launch_bounds__(256) quantize_kernel(const T* __restrict__ x, Strides3 xs,
+                                                       uint8_t* __restrict__ values, Strides3 vs,
+                                                       uint8_t* __restrict__ scales, Strides3 ss,
+                                                       int rows, float global_scale,
+                                                       float guess_factor) {
+  static_assert(K % 16 == 0, "K must be a multiple of 16");
+  if constexpr (sizeof(T) == 4) {
+    quantize_f32<K, BLOCKED>(x, xs, values, vs, scales, ss, rows, global_scale, guess_factor);
+  } else {
+    quantize_16bit<T, K, BLOCKED>(x, xs, values, vs, scales, ss, rows, global_scale,
+                                  guess_factor);
+  }
+}
+
+// Eight values, already scaled, to the output type (one rounding): 16 bytes
+// (2-byte types) or 32 (fp32) per lane, streaming stores.
+__device__ __forceinline__ uint32_t pack2(__nv_bfloat16*, float lo, float hi) {
+  const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&p);
+}
+__device__ __forceinline__ uint32_t pack2(__half*, float lo, float hi) {
+  const __half2 p = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&p);
+}
+template <typename T>
+__device__ __forceinline__ void store8(T* dst, const float (&f)[8]) {
+  ptx::st_stream_v4(dst, make_uint4(pack2(dst, f[0], f[1]), pack2(dst, f[2], f[3]),
+                                    pack2(dst, f[4], f[5]), pack2(dst, f[6], f[7])));
+}
+template <>
+__device__ __forceinline__ void store8<float>(float* dst, const float (&f)[8]) {
+  ptx::st_stream_v4(dst, make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]),
+                                    __float_as_uint(f[2]), __float_as_uint(f[3])));
+  ptx::st_stream_v4(dst + 4, make_uint4(__float_as_uint(f[4]), __float_as_uint(f[5]),
+                                        __float_as_uint(f[6]), __float_as_uint(f[7])));
+}
+
+// One lane per 8 values (row_segments, as the 2-byte quantize): 4 bytes of
+// codes and the block's scale byte in, decoded to fp16 by bit placement
+// (exact e2m1 * scale / 2^14, common/fp4_decode.cuh), multiplied by
+// 2^14 * global_scale in fp32 and rounded once to the output type. The
+// decode's pair order is undone when the fp32 values are packed, and all the
+// item's loads are issued before any decode.
 template <typename T, int K, bool BLOCKED>
 __global__ void __launch_bounds__(256) dequantize_kernel(const uint8_t* __restrict__ values,
                                                          Strides3 vs,
@@ -138,47 +222,45 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const uint8_t* __restri
                                                          Strides3 ss, T* __restrict__ y,
                                                          Strides3 ys, int rows,
                                                          float global_scale) {
+  constexpr RowSegments seg = row_segments(K);
   constexpr int KB = K / 16;
-  constexpr int UNROLL = 4;  // blocks in flight per lane: 8-byte loads need many to cover latency
   const int b = blockIdx.y;
   const float unit = global_scale * kFp4DecodeScale;
-  const unsigned total = unsigned(rows) * unsigned(KB), stride = gridDim.x * blockDim.x;
-  for (unsigned base = blockIdx.x * blockDim.x + threadIdx.x; base < total; base += UNROLL * stride) {
-    uint2 packed[UNROLL];
-    unsigned code[UNROLL];
+  const unsigned warps = blockDim.x / 32, items = unsigned(row_segment_items(K, rows));
+  const int lane = threadIdx.x & 31, sub_row = lane / seg.lanes;
+  for (unsigned item = blockIdx.x * warps + threadIdx.x / 32; item < items;
+       item += gridDim.x * warps) {
+    const RowSegmentPos pos = row_segment_pos(seg, item, lane);
+    const int row = pos.row, chunk0 = pos.chunk;
+    if (!row_segment_row_ok(seg, sub_row, row, rows)) continue;
+    const uint8_t* src = values + b * vs.batch + (long long)row * vs.row + chunk0 * 4;
+    T* dst = y + b * ys.batch + (long long)row * ys.row + chunk0 * 8;
+    uint32_t packed[seg.steps], code[seg.steps];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const unsigned item = base + u * stride;
-      if (item >= total) break;
-      const int r = int(item / unsigned(KB)), kb = int(item - unsigned(r) * unsigned(KB));
-      packed[u] = __ldg(reinterpret_cast<const uint2*>(values + b * vs.batch + r * vs.row + kb * 8));
-      code[u] = __ldg(scales + scale_offset<BLOCKED>(b, r, kb, rows, KB, ss));
+    for (int s = 0; s < seg.steps; ++s) {
+      const int chunk = chunk0 + s * seg.lanes;
+      if (row_segment_chunk_ok(seg, chunk)) {
+        packed[s] = ptx::ld_nc_u32(src + s * seg.lanes * 4);
+        code[s] = ptx::ld_nc_u8(scales + scale_offset<BLOCKED>(b, row, chunk / 2, rows, KB, ss));
+      }
     }
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const unsigned item = base + u * stride;
-      if (item >= total) break;
-      const int r = int(item / unsigned(KB)), kb = int(item - unsigned(r) * unsigned(KB));
+    for (int s = 0; s < seg.steps; ++s) {
+      if (!row_segment_chunk_ok(seg, chunk0 + s * seg.lanes)) break;
       const __half2_raw s2 =
-          __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code[u] | (code[u] << 8)), __NV_E4M3);
+          __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code[s] | (code[s] << 8)), __NV_E4M3);
       const __half2 scale = *reinterpret_cast<const __half2*>(&s2);
-      float f[16];
+      uint32_t h[4];
+      decode_fp4x8(packed[s], h);
+      float f[8];
 #pragma unroll
-      for (int wi = 0; wi < 2; ++wi) {
-        uint32_t h[4];
-        decode_fp4x8(wi ? packed[u].y : packed[u].x, h);
-        // pairs (0,4) (2,6) (1,5) (3,7) -> K-order pairs (0,1) (2,3) (4,5) (6,7)
-        const uint32_t nat[4] = {__byte_perm(h[0], h[2], 0x5410), __byte_perm(h[1], h[3], 0x5410),
-                                 __byte_perm(h[0], h[2], 0x7632), __byte_perm(h[1], h[3], 0x7632)};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&nat[q]), scale);  // exact
-          const float2 fv = __half22float2(v);
-          f[wi * 8 + 2 * q] = fv.x * unit;
-          f[wi * 8 + 2 * q + 1] = fv.y * unit;
-        }
+      for (int q = 0; q < 4; ++q) {
+        const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[q]), scale);  // exact
+        const float2 fv = __half22float2(v);
+        f[fp4_pair_index(q, 0)] = fv.x * unit;
+        f[fp4_pair_index(q, 1)] = fv.y * unit;
       }
-      store_pairs<T>(y + b * ys.batch + r * ys.row + kb * 16, f);
+      store8<T>(dst + s * seg.lanes * 8, f);
     }
   }
 }

@@ -151,6 +151,15 @@ KESTREL_HD unsigned e4m3_scale_fixup(unsigned c, A amax, float gs) {
   return c;
 }
 
+// Factor f of the kernels' scale guess e4m3(amax * f), f ~ 1 / (6 * global_scale),
+// computed in double so that no global scale up to 3e38 makes it 0 (a guess
+// of 0 for every block, or NaN for infinite amax). Below ~5e-40 it saturates
+// at the largest float, and guesses can then be more than one step off.
+KESTREL_HD float scale_guess_factor(float global_scale) {
+  const double f = 1.0 / (6.0 * double(global_scale));
+  return f < 3.4028234663852886e38 ? float(f) : 3.4028234663852886e38f;
+}
+
 // The seven rounding thresholds between consecutive e2m1 magnitudes are
 // kE2m1Mid[i] * unit, unit = scale * global_scale. A magnitude v rounds up past
 // threshold i when v > kE2m1Mid[i] * unit, or on a tie when i is odd (the upper
@@ -167,6 +176,23 @@ KESTREL_HD float e2m1_round_up_bound(float t, float global_scale, bool tie_round
   const bool inclusive = err < 0.0f || (err == 0.0f && tie_rounds_up);
   if (!inclusive || p == 0.0f) return p;
   return float_from_bits(float_bits(p) - 1u);  // next float toward zero (p > 0)
+}
+
+// Signed e2m1 code of v in a block whose rounding bounds are `bound`
+// (e2m1_round_up_bound of each midpoint): a branch-free binary search over the
+// 7 sorted bounds. Values that round to zero keep code 0 (never -0), as the
+// reference does; NaN passes no bound (code 0), +-inf passes all (code 7).
+KESTREL_HD unsigned e2m1_code(float v, const float (&bound)[7]) {
+#if defined(__CUDA_ARCH__)
+  const float a = fabsf(v);
+#else
+  const float a = std::fabs(v);
+#endif
+  const bool hi = a > bound[3];
+  const bool mid = a > (hi ? bound[5] : bound[1]);
+  const bool lo = a > (mid ? (hi ? bound[6] : bound[2]) : (hi ? bound[4] : bound[0]));
+  const unsigned mag = (unsigned(hi) << 2) | (unsigned(mid) << 1) | unsigned(lo);
+  return mag | ((mag != 0u && v < 0.0f) ? 8u : 0u);
 }
 
 }  // namespace kestrel

@@ -4,6 +4,8 @@
 #include <string>
 #include <tuple>
 
+#include "common/nvfp4_codec.cuh"
+#include "common/row_segments.cuh"
 #include "kestrel/nvfp4.h"
 #include "ops/validate.h"
 #include "runtime/cuda_check.h"
@@ -42,6 +44,16 @@ rt::LaunchShape grid_for(int64_t items_per_batch, int64_t batches, int sm_count)
   // Enough CTAs to cover the SMs several times over; the kernels grid-stride.
   const int64_t cap = std::max<int64_t>(1, int64_t(sm_count) * 16 / std::max<int64_t>(1, batches));
   shape.grid = dim3(unsigned(std::min(blocks, std::max<int64_t>(cap, 1))), unsigned(batches));
+  return shape;
+}
+
+// The 2-byte quantize and every dequantize: 8-warp CTAs over row_segments
+// items, at most `cap` CTAs per batch (they grid-stride).
+rt::LaunchShape segment_grid(int64_t rows, int64_t k, int64_t batches, int64_t cap) {
+  rt::LaunchShape shape;
+  shape.block = dim3(256);
+  const int64_t ctas = (row_segment_items(int(k), rows) + 7) / 8;
+  shape.grid = dim3(unsigned(std::max<int64_t>(1, std::min(ctas, cap))), unsigned(batches));
   return shape;
 }
 
@@ -91,12 +103,21 @@ Status quantize_nvfp4(const TensorView& x, const Nvfp4View& out, cudaStream_t st
       &kernel));
   if (blocked && blocked_has_padding(xs.rows, xs.cols))
     KESTREL_CUDA_RETURN(cudaMemsetAsync(out.scales.data, 0, size_t(out.scales.shape[0]), stream));
-  const auto shape = grid_for(xs.rows * xs.cols / 16, xs.batches, dev->sm_count);
-  // Only a first guess for the scale conversion (the kernel makes it exact).
-  const float inv_6g = 1.0f / (6.0f * out.global_scale);
+  rt::LaunchShape shape;
+  if (x.dtype == DType::kF32) {
+    shape = grid_for(xs.rows * xs.cols / 16, xs.batches, dev->sm_count);
+  } else {
+    // Each CTA builds a rounding table first: one resident wave, grid-striding.
+    rt::LaunchShape probe;
+    probe.block = dim3(256);
+    int resident = 0;
+    KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(probe, &resident));
+    shape = segment_grid(xs.rows, xs.cols, xs.batches,
+                         std::max<int64_t>(1, resident / xs.batches));
+  }
   return kernel(shape, stream, static_cast<const void*>(x.data), strides_of(xs), out.values.data,
                 strides_of(vs), out.scales.data, linear_scale_strides(out), int(xs.rows),
-                out.global_scale, inv_6g);
+                out.global_scale, scale_guess_factor(out.global_scale));
 }
 
 Status dequantize_nvfp4(const Nvfp4View& in, const TensorView& y, cudaStream_t stream) {
@@ -115,7 +136,8 @@ Status dequantize_nvfp4(const Nvfp4View& in, const TensorView& y, cudaStream_t s
            (in.layout == ScaleLayout::kBlocked ? "true" : "false") + ">",
        {}},
       &kernel));
-  const auto shape = grid_for(ys.rows * ys.cols / 16, ys.batches, dev->sm_count);
+  const auto shape = segment_grid(ys.rows, ys.cols, ys.batches,
+                                  std::max<int64_t>(1, int64_t(dev->sm_count) * 16 / ys.batches));
   return kernel(shape, stream, static_cast<const void*>(in.values.data), strides_of(vs),
                 static_cast<const void*>(in.scales.data), linear_scale_strides(in), y.data,
                 strides_of(ys), int(ys.rows), in.global_scale);

@@ -10,7 +10,6 @@
 #include "reference/reference.h"
 
 namespace kestrel::ref {
-namespace {
 
 // Signed e2m1 code of v for a block whose unit is scale * global_scale.
 // The code of a magnitude is the number of thresholds mid[i] * unit it passes;
@@ -33,7 +32,11 @@ unsigned e2m1_code(double v, double unit) {
   return (code != 0 && v < 0.0) ? (code | 8u) : code;
 }
 
-}  // namespace
+// e4m3(amax / 6 / global_scale), exactly rounded (ties to even), saturating.
+unsigned nvfp4_scale_code(double amax, float global_scale) {
+  return e4m3_scale_fixup(e4m3_from_nonneg((amax / 6.0) / double(global_scale)), amax,
+                          global_scale);
+}
 
 uint8_t HostNvfp4::scale_code(int64_t b, int64_t r, int64_t kblock) const {
   if (layout == ScaleLayout::kLinear) return scales[size_t((b * rows + r) * (k / 16) + kblock)];
@@ -69,9 +72,7 @@ HostNvfp4 quantize_nvfp4(const double* x, int64_t batches, int64_t rows, int64_t
         const double* blk = row + kb * 16;
         double amax = 0.0;
         for (int i = 0; i < 16; ++i) amax = std::fmax(amax, std::fabs(blk[i]));  // NaN ignored
-        // e4m3(amax / 6 / global_scale), exactly rounded (ties to even), saturating.
-        const unsigned sc =
-            e4m3_scale_fixup(e4m3_from_nonneg((amax / 6.0) / g), amax, global_scale);
+        const unsigned sc = nvfp4_scale_code(amax, global_scale);
         const size_t soff = layout == ScaleLayout::kLinear
                                 ? size_t((b * rows + r) * (k / 16) + kb)
                                 : size_t(blocked_scale_offset(b, r, kb, rows, k));

@@ -26,6 +26,10 @@ struct HostNvfp4 {
 HostNvfp4 quantize_nvfp4(const double* x, int64_t batches, int64_t rows, int64_t k,
                          float global_scale, ScaleLayout layout);
 std::vector<double> dequantize_nvfp4(const HostNvfp4& t);  // [L][rows][K]
+// Its two rounding steps: the block scale code of a block with this amax, and
+// the signed e2m1 code of v in a block whose unit is scale * global_scale.
+unsigned nvfp4_scale_code(double amax, float global_scale);
+unsigned e2m1_code(double v, double unit);
 std::vector<uint8_t> convert_scales(const std::vector<uint8_t>& src, ScaleLayout from,
                                     ScaleLayout to, int64_t rows, int64_t k, int64_t batches);
 

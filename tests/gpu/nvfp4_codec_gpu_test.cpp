@@ -197,6 +197,36 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Nvfp4CodecGpu, ::testing::ValuesIn(cases()));
 
+// Every bf16 / fp16 bit pattern once, in order, so that a block holds 16
+// neighbouring patterns: subnormals, zeros of both signs, infinities and NaNs
+// (the reference ignores NaN in amax and gives it code 0) all meet the 2-byte
+// rounding tables, at global scales whose thresholds need the FMA residual.
+TEST(Nvfp4CodecSpecials, QuantizeEveryBitPatternByteForByte) {
+  KESTREL_REQUIRE_GPU();
+  const int64_t rows = 256, k = 256;
+  for (DType t : {DType::kBF16, DType::kF16})
+    for (ScaleLayout layout : {ScaleLayout::kLinear, ScaleLayout::kBlocked})
+      for (float g : {1.0f, 0.37f, 1.0f / 2688.0f, 1e-30f}) {
+        const Case c{t, layout, 1, rows, k, 0, g};
+        std::vector<uint16_t> bits(size_t(rows * k));
+        std::vector<double> values(bits.size());
+        for (size_t i = 0; i < bits.size(); ++i) {
+          bits[i] = uint16_t(i);
+          values[i] = t == DType::kBF16 ? ref::bf16_value(bits[i]) : ref::fp16_value(bits[i]);
+        }
+        const auto want = ref::quantize_nvfp4(values.data(), 1, rows, k, g, layout);
+        DeviceBuffer x = DeviceBuffer::from(bits), q_values(size_t(rows * k / 2)),
+                     q_scales(size_t(scale_bytes(c)));
+        q_values.poison();
+        q_scales.poison();
+        Nvfp4View out{batched_view(q_values.get(), DType::kE2M1x2, 1, rows, k / 2, k / 2),
+                      scale_view(q_scales.get(), c), layout, g};
+        ASSERT_TRUE(quantize_nvfp4(batched_view(x.get(), t, 1, rows, k, k), out, nullptr).ok());
+        EXPECT_EQ(q_values.download<uint8_t>(), want.values) << name_of(c);
+        EXPECT_EQ(q_scales.download<uint8_t>(), want.scales) << name_of(c);
+      }
+}
+
 TEST(Nvfp4CodecArgs, BadArgumentsNameTheRule) {
   // Validation happens before any CUDA call, so this runs without a GPU too.
   Case c{DType::kBF16, ScaleLayout::kLinear, 1, 4, 40, 0, 1.0f};
