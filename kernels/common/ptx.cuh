@@ -172,18 +172,6 @@ __device__ __forceinline__ void st_async(uint32_t addr, uint32_t v0, uint32_t v1
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr), "l"(src) : "memory");
 }
-// 8- and 4-byte copies (the .cg form only takes 16), L1-allocating.
-__device__ __forceinline__ void cp_async_8(uint32_t smem_addr, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem_addr), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_4(uint32_t smem_addr, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr), "l"(src) : "memory");
-}
-// Wait until at most N of this thread's committed groups are pending.
-template <int N>
-__device__ __forceinline__ void cp_async_wait_group() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 

@@ -34,16 +34,16 @@ Status read_shape(const Params& p, GemvShape* s) {
   return Status::Ok();
 }
 
-// The configuration named by warps/depth/run/min_groups, or none (heuristic) when all are 0.
+// The configuration named by rt/warps/cluster/depth, or none (heuristic) when all are 0.
 bool read_config(const Params& p, GemvConfig* cfg) {
-  if (p.integer("warps") == 0 && p.integer("depth") == 0 && p.integer("run") == 0 &&
-      p.integer("min_groups") == 0)
+  if (p.integer("rt") == 0 && p.integer("warps") == 0 && p.integer("cluster") == 0 &&
+      p.integer("depth") == 0)
     return false;
   const GemvConfig d;
+  cfg->row_tiles = p.integer("rt") ? int(p.integer("rt")) : d.row_tiles;
   cfg->warps = p.integer("warps") ? int(p.integer("warps")) : d.warps;
+  cfg->cluster = p.integer("cluster") ? int(p.integer("cluster")) : d.cluster;
   cfg->depth = p.integer("depth") ? int(p.integer("depth")) : d.depth;
-  cfg->run = p.integer("run") ? int(p.integer("run")) : d.run;
-  cfg->min_groups = p.integer("min_groups") ? int(p.integer("min_groups")) : d.min_groups;
   return true;
 }
 
@@ -143,17 +143,17 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                         {"l", ParamKind::kInt, "1", "batches (L)", {}},
                     },
                     nvfp4_product_params("GEMV")),
-                {config_param("warps", "config: warps per CTA (0 = heuristic)"),
-                 config_param("depth", "config: shared-memory stages per warp (0 = heuristic)"),
-                 config_param("run", "config: groups per stage (0 = heuristic)"),
-                 config_param("min_groups", "config: least groups per warp (0 = heuristic)")}),
+                {config_param("rt", "config: 16-row tiles per CTA (0 = heuristic)"),
+                 config_param("warps", "config: warps per CTA (0 = heuristic)"),
+                 config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
+                 config_param("depth", "config: groups in flight per lane (0 = heuristic)")}),
            check_gemv, bench_gemv, [] {
              std::vector<std::map<std::string, std::string>> out;
              for (const GemvConfig& c : gemv_config_space())
-               out.push_back({{"warps", std::to_string(c.warps)},
-                              {"depth", std::to_string(c.depth)},
-                              {"run", std::to_string(c.run)},
-                              {"min_groups", std::to_string(c.min_groups)}});
+               out.push_back({{"rt", std::to_string(c.row_tiles)},
+                              {"warps", std::to_string(c.warps)},
+                              {"cluster", std::to_string(c.cluster)},
+                              {"depth", std::to_string(c.depth)}});
              return out;
            }});
 }

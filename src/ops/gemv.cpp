@@ -10,7 +10,6 @@
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
 #include "runtime/launcher.h"
-#include "runtime/scratch.h"
 
 namespace kestrel {
 namespace {
@@ -28,55 +27,59 @@ struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
   long long c_batch, c_row;
   int m, k, l, b_rows;
   float alpha;
-  void* b_slots;
-  float* partials;
-  unsigned* tile_counts;
-  int groups, tiles;
-  long long units;
-  long long grid_warps;
 };
 
-constexpr int kGroup = 128;
-constexpr int64_t kMaxK = int64_t(1) << 20;
-
-// kernels/nvfp4_gemv.cuh (smem_bytes): a zero block, then per warp `depth`
-// stages of 16 padded rows of A, decoded B and scale codes.
-int smem_bytes(const GemvConfig& c) { return 32 + c.warps * c.depth * (c.run * 1408 + 1024); }
-
-constexpr int kSmemLimit = 227 * 1024;  // opt-in shared memory per block on sm_90
+constexpr int kGroup = 128, kGroupSmem = 256;
+constexpr int64_t kMaxK = 65536;
 
 Status check_config(const GemvConfig& c) {
   auto in = [](int v, std::initializer_list<int> set) {
     return std::find(set.begin(), set.end(), v) != set.end();
   };
-  if (!in(c.warps, {4, 8}) || !in(c.depth, {2, 3, 4}) || !in(c.run, {4, 8}) ||
-      !in(c.min_groups, {8, 16, 32, 64}) || smem_bytes(c) > kSmemLimit)
+  if (!in(c.row_tiles, {1, 2, 4, 8}) || !in(c.warps, {4, 8, 16}) || c.warps % c.row_tiles != 0 ||
+      !in(c.cluster, {1, 2, 4, 8}) || !in(c.depth, {1, 2, 4}))
     return Status::InvalidArgument("config: not in gemv_config_space(): " + c.describe());
   return Status::Ok();
 }
 
-size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+int smem_bytes(const GemvConfig& c, int64_t k) {
+  const int64_t groups = (k + kGroup - 1) / kGroup;
+  const int64_t per_cta = (groups + c.cluster - 1) / c.cluster;
+  // Reduction buffers first (rounded to 16 bytes), then the staged B: the
+  // layout of kernels/nvfp4_gemv.cuh (reduction_bytes).
+  const int reduction = ((c.warps / c.row_tiles + c.cluster) * 16 * c.row_tiles * 4 + 15) / 16 * 16;
+  return int(per_cta * kGroupSmem + reduction);
+}
 
 }  // namespace
 
 std::string GemvConfig::describe() const {
-  return "w" + std::to_string(warps) + " d" + std::to_string(depth) + " r" + std::to_string(run) +
-         " g" + std::to_string(min_groups);
+  return "rt" + std::to_string(row_tiles) + " w" + std::to_string(warps) + " c" +
+         std::to_string(cluster) + " d" + std::to_string(depth);
 }
 
 std::vector<GemvConfig> gemv_config_space() {
   std::vector<GemvConfig> out;
-  for (int w : {4, 8})
-    for (int d : {2, 3, 4})
-      for (int r : {4, 8})
-        for (int g : {8, 16, 32, 64}) {
-          const GemvConfig c{w, d, r, g};
-          if (smem_bytes(c) <= kSmemLimit) out.push_back(c);
-        }
+  for (int rt : {1, 2, 4, 8})
+    for (int w : {4, 8, 16})
+      for (int c : {1, 2, 4, 8})
+        for (int d : {1, 2, 4})
+          if (w % rt == 0) out.push_back({rt, w, c, d});
   return out;
 }
 
-GemvConfig gemv_default_config(int64_t, int64_t, int64_t, int) { return GemvConfig{}; }
+GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count) {
+  // Measured on an H100 (BENCHMARKS.md): 32-row tiles without a K split are
+  // the best on every seed shape; split K over a cluster only while the work
+  // items alone cannot cover the SMs, keeping at least 8 groups of 128 values
+  // per CTA, and when the staged B would be too large to keep 3 CTAs per SM.
+  GemvConfig c;
+  const int64_t items = (m + 16 * c.row_tiles - 1) / (16 * c.row_tiles) * batches;
+  while (c.cluster < 8 && items * c.cluster < sm_count && k / (kGroup * c.cluster * 2) >= 8)
+    c.cluster *= 2;
+  while (c.cluster < 8 && smem_bytes(c, k) > 64 * 1024) c.cluster *= 2;
+  return c;
+}
 
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemvConfig* config) {
@@ -92,8 +95,8 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                                    std::to_string(b.k()));
   KESTREL_RETURN_IF_ERROR(check_positive(b.rows(), "b rows"));
   KESTREL_RETURN_IF_ERROR(check_positive(k, "K"));
-  KESTREL_RETURN_IF_ERROR(check_at_most(k, kMaxK, "K", "32-bit offsets within a row"));
-  KESTREL_RETURN_IF_ERROR(check_at_most(batches, int64_t(1) << 30, "L", "32-bit batch index"));
+  KESTREL_RETURN_IF_ERROR(check_at_most(k, kMaxK, "K", "B is staged in shared memory"));
+  KESTREL_RETURN_IF_ERROR(check_at_most(batches, 65535, "L", "grid.y limit"));
   KESTREL_RETURN_IF_ERROR(check_at_most(m, int64_t(1) << 30, "M", "32-bit row index"));
   KESTREL_RETURN_IF_ERROR(check_dtype(c, {DType::kF16, DType::kBF16}, "c"));
   KESTREL_RETURN_IF_ERROR(check_rank(c, 1, 2, "c"));
@@ -113,16 +116,22 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                                dev->arch());
   const GemvConfig cfg = config ? *config : gemv_default_config(m, k, batches, dev->sm_count);
   KESTREL_RETURN_IF_ERROR(check_config(cfg));
+  const int smem = smem_bytes(cfg, k);
+  if (smem > dev->max_smem_per_block_optin)
+    return Status::InvalidArgument("config: needs " + std::to_string(smem) +
+                                   " bytes of shared memory, the GPU allows " +
+                                   std::to_string(dev->max_smem_per_block_optin) +
+                                   "; use a larger cluster");
   if (m == 0 || batches == 0) return Status::Ok();
 
   const Shape3 av = shape3(a.values), bv = shape3(b.values);
   const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
-  // Scale codes are copied 4 at a time when every row's are 4-byte aligned
-  // (always in the blocked layout).
-  const bool scale4 =
-      a_blk || (reinterpret_cast<uintptr_t>(a.scales.data) % 4 == 0 &&
-                shape3(a.scales).row_stride % 4 == 0 && shape3(a.scales).batch_stride % 4 == 0);
+  // Each lane reads the scales of two adjacent blocks with one 2-byte load
+  // when they are 2-byte aligned (always in the blocked layout).
+  const bool scale_pair =
+      a_blk || (reinterpret_cast<uintptr_t>(a.scales.data) % 2 == 0 &&
+                shape3(a.scales).row_stride % 2 == 0 && shape3(a.scales).batch_stride % 2 == 0);
   GemvParams p{};
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
@@ -145,46 +154,23 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   p.l = int(batches);
   p.b_rows = int(b.rows());
   p.alpha = a.global_scale * b.global_scale * 268435456.0f;  // 2^28: two decodes of 2^-14
-  p.groups = int((k + kGroup - 1) / kGroup);
-  p.tiles = int((m + 15) / 16);
-  p.units = int64_t(p.tiles) * p.groups * batches;
 
-  rt::Kernel main_kernel, prepass;
+  rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      ops::gemv_kernel_spec(c.dtype, cfg, a_blk, vec16, scale4), &main_kernel));
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::gemv_prepass_spec(b_blk), &prepass));
-  // As many CTAs as fit at once (every warp streams the same share), fewer
-  // when a warp would get less than min_groups groups.
+      ops::gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair), &kernel));
+  // Persistent grid: as many clusters as fit at once, none idle.
   rt::LaunchShape shape;
+  const int64_t work = (m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * batches;
   shape.block = dim3(unsigned(cfg.warps * 32));
-  shape.smem_bytes = size_t(smem_bytes(cfg));
-  shape.early_start = true;
+  shape.cluster = dim3(unsigned(cfg.cluster), 1, 1);
+  shape.smem_bytes = size_t(smem);
+  shape.grid = dim3(unsigned(cfg.cluster));
   int resident = 0;
-  KESTREL_RETURN_IF_ERROR(main_kernel.max_active_clusters(shape, &resident));
+  KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
-  const int64_t wanted = (p.units + int64_t(cfg.min_groups) * cfg.warps - 1) /
-                         (int64_t(cfg.min_groups) * cfg.warps);
-  shape.grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(wanted, resident))));
-  p.grid_warps = int64_t(shape.grid.x) * cfg.warps;
-
-  // Workspace: the zero slot and decoded B, the partial sums, the tile counters.
-  const size_t b_bytes = align256(32 + size_t(batches) * p.groups * 256);
-  const size_t partial_bytes = align256(size_t(p.grid_warps) * 2 * 16 * sizeof(float));
-  const size_t count_bytes = size_t(batches) * p.tiles * sizeof(unsigned);
-  rt::StreamScratch scratch;
-  KESTREL_RETURN_IF_ERROR(scratch.allocate(b_bytes + partial_bytes + count_bytes, stream));
-  char* ws = static_cast<char*>(scratch.get());
-  p.b_slots = ws;
-  p.partials = reinterpret_cast<float*>(ws + b_bytes);
-  p.tile_counts = reinterpret_cast<unsigned*>(ws + b_bytes + partial_bytes);
-
-  rt::LaunchShape pre;
-  pre.block = dim3(256);
-  const int64_t slots = int64_t(batches) * p.groups * 8;
-  pre.grid = dim3(unsigned(std::min<int64_t>((slots + 255) / 256, 4 * int64_t(dev->sm_count))));
-  KESTREL_RETURN_IF_ERROR(prepass(pre, stream, p));
-  return main_kernel(shape, stream, p);
+  shape.grid = dim3(unsigned(std::min<int64_t>(work, resident) * cfg.cluster));
+  return kernel(shape, stream, p);
 }
 
 }  // namespace kestrel

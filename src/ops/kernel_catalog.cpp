@@ -60,9 +60,9 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // is in configuration_space_specs().
   for (DType out : {DType::kF16, DType::kBF16})
     for (bool a_blk : {false, true})
-      specs.push_back(gemv_kernel_spec(out, GemvConfig{}, a_blk, true, true));
-  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{8, 3, 4, 8}, false, false, false));
-  for (bool b_blk : {false, true}) specs.push_back(gemv_prepass_spec(b_blk));
+      for (bool b_blk : {false, true})
+        specs.push_back(gemv_kernel_spec(out, GemvConfig{}, a_blk, b_blk, true, true));
+  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{1, 4, 1, 1}, false, false, false, false));
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
   for (bool blk : {false, true})
@@ -82,10 +82,8 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
 
 std::vector<rt::KernelSpec> configuration_space_specs() {
   std::vector<rt::KernelSpec> specs;
-  // min_groups only sizes the grid: one kernel per (warps, depth, run).
   for (const GemvConfig& c : gemv_config_space())
-    if (c.min_groups == GemvConfig{}.min_groups)
-      specs.push_back(gemv_kernel_spec(DType::kF16, c, false, true, true));
+    specs.push_back(gemv_kernel_spec(DType::kF16, c, false, false, true, true));
   // Stages only size the ring: the deepest of each tile width covers the code.
   for (const GemmConfig& c : gemm_config_space()) {
     if (c.stages != gemm_max_stages(c.block_n)) continue;

@@ -7,9 +7,8 @@
 
 namespace kestrel::ops {
 
-rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool vec16,
-                                bool scale4);
-rt::KernelSpec gemv_prepass_spec(bool b_blocked);
+rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool b_blocked,
+                                bool vec16, bool scale_pair);
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual);
 
 }  // namespace kestrel::ops

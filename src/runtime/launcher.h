@@ -13,10 +13,6 @@ struct LaunchShape {
   dim3 block{1, 1, 1};
   dim3 cluster{1, 1, 1};
   size_t smem_bytes = 0;
-  // Programmatic dependent launch: the kernel may start before the previous
-  // kernel on the stream has finished; it must execute griddepcontrol.wait
-  // before touching that kernel's outputs.
-  bool early_start = false;
 };
 
 // A loaded kernel for the current device's architecture (compiled on first use,

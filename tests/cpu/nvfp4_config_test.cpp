@@ -15,8 +15,8 @@ namespace {
 bool in_space(const GemvConfig& c) {
   const auto space = gemv_config_space();
   return std::any_of(space.begin(), space.end(), [&](const GemvConfig& s) {
-    return s.warps == c.warps && s.depth == c.depth && s.run == c.run &&
-           s.min_groups == c.min_groups;
+    return s.row_tiles == c.row_tiles && s.warps == c.warps && s.cluster == c.cluster &&
+           s.depth == c.depth;
   });
 }
 

@@ -124,8 +124,8 @@ TEST(GemvGpuConfigs, EveryConfigFamilyMatchesReference) {
   KESTREL_REQUIRE_GPU();
   const GemvCase c{300, 4096 + 64, 2, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
   for (const GemvConfig& cfg : gemv_config_space()) {
-    // Every (warps, depth, run) kernel, and every grid sizing on one of them.
-    if (cfg.min_groups != GemvConfig{}.min_groups && !(cfg.warps == 4 && cfg.depth == 3)) continue;
+    // One representative per (row_tiles, warps) plus every cluster and depth.
+    if (cfg.depth != 2 && !(cfg.row_tiles == 2 && cfg.warps == 8)) continue;
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }
@@ -168,7 +168,7 @@ TEST(GemvArgs, BadArgumentsNameTheRule) {
   st = gemv_nvfp4(a_bad, b, c, nullptr);
   EXPECT_NE(st.message().find("multiple of 16"), std::string::npos) << st.message();
   GemvConfig cfg;
-  cfg.depth = 5;
+  cfg.cluster = 3;
   if (testing::cuda_device_present()) {
     st = gemv_nvfp4(a, b, c, nullptr, &cfg);
     EXPECT_NE(st.message().find("config"), std::string::npos) << st.message();
