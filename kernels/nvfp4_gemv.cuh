@@ -158,6 +158,10 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
   float* cl = red + KS * ROWS;                  // [CLUSTER][ROWS], used in the leader CTA
   uint32_t* bsm = reinterpret_cast<uint32_t*>(smem + reduction_bytes<RT, WARPS, CLUSTER>());
 
+  // Every CTA of the cluster must have started before any writes into the
+  // leader's shared memory (racecheck flags it otherwise).
+  if constexpr (CLUSTER > 1) ptx::cluster_sync();
+
   // Persistent: the CTAs of a cluster walk the (batch, row tile) work items
   // together; B is staged again only when the batch changes.
   const int tiles = (p.m + ROWS - 1) / ROWS;
