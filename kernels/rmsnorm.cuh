@@ -130,23 +130,12 @@ __global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
 
   const long long groups = (p.m + G::ROWS - 1) / G::ROWS;
   const long long stride = gridDim.x / CLUSTER;
-  const T* dy_in = static_cast<const T*>(p.dy);
-  const T* x_in = static_cast<const T*>(p.x);
-  auto rows_of = [&](long long grp, long long* row, int* n) {
-    *row = grp * G::ROWS + s.row_local;
-    *n = grp < groups && *row < p.m ? p.n : 0;
-  };
-  long long row;
-  int n;
-  rows_of(blockIdx.x / CLUSTER, &row, &n);
-  stage_row<T, G, ALIGNED>(dys, dy_in + row * p.dy_row, s, n);
-  stage_row<T, G, ALIGNED>(xs, x_in + row * p.x_row, s, n);
-  ptx::cp_async_commit();
   for (long long grp = blockIdx.x / CLUSTER, k = 0; grp < groups; grp += stride, ++k) {
-    long long next_row;
-    int next_n;
-    rows_of(grp + stride, &next_row, &next_n);
-    const bool has_next = grp + stride < groups;
+    const long long row = grp * G::ROWS + s.row_local;
+    const int n = row < p.m ? p.n : 0;
+    stage_row<T, G, ALIGNED>(dys, static_cast<const T*>(p.dy) + row * p.dy_row, s, n);
+    stage_row<T, G, ALIGNED>(xs, static_cast<const T*>(p.x) + row * p.x_row, s, n);
+    ptx::cp_async_commit();
     const float rstd = n > 0 ? p.rstd[row] : 0.0f;
     ptx::cp_async_wait_all();
     if (k == 0) red.ready();
@@ -164,22 +153,12 @@ __global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
     dot = red.reduce({{dot}}, int(k)).f[0];
     const float a_coef = rstd * rstd * dot / float(p.n);
 
-    // Second pass. For fp32 each vector slot, once read, is refilled with
-    // the next row's (only this thread uses it), so the next row streams in
-    // while this one is written out: measured +2-9 points of copy bandwidth
-    // for fp32 at N >= 32K, but 10-25 points lost for bf16, whose CTAs
-    // already overlap each other on an SM.
-    constexpr bool kRefill = sizeof(T) == 4;
     T* dx = static_cast<T*>(p.dx) + row * p.dx_row;
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float g[VEC], a[VEC], wv[VEC];
       unpack<T>(dys.get(i), g);
       unpack<T>(xs.get(i), a);
-      if (kRefill && has_next) {
-        stage_vec<T, G, ALIGNED>(dys, dy_in + next_row * p.dy_row, s, next_n, i);
-        stage_vec<T, G, ALIGNED>(xs, x_in + next_row * p.x_row, s, next_n, i);
-      }
       if constexpr (WEIGHT) {
         load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
 #pragma unroll
@@ -189,13 +168,6 @@ __global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
       for (int e = 0; e < VEC; ++e) g[e] = rstd * ((WEIGHT ? g[e] * wv[e] : g[e]) - a[e] * a_coef);
       store_vec<T, ALIGNED>(dx, s.col(i), n, pack<T>(g));
     }
-    if (!kRefill && has_next) {
-      stage_row<T, G, ALIGNED>(dys, dy_in + next_row * p.dy_row, s, next_n);
-      stage_row<T, G, ALIGNED>(xs, x_in + next_row * p.x_row, s, next_n);
-    }
-    ptx::cp_async_commit();
-    row = next_row;
-    n = next_n;
   }
 
   if constexpr (WEIGHT) {

@@ -205,25 +205,22 @@ struct StagedRow {
   __device__ uint4 get(int i) const { return ptx::ld_shared_v4(p + i * G::TPR); }
 };
 
-// This thread's vectors of a row (or its vector i) into shared memory: full
-// vectors by cp.async (no register staging, so all are in flight at once;
-// complete with cp_async_wait_all), the rest through registers, zero past n.
-template <typename T, class G, bool ALIGNED>
-__device__ __forceinline__ void stage_vec(const StagedRow<G>& dst, const T* row,
-                                          const RowSlice<T, G>& s, int n, int i) {
-  constexpr int VEC = RowSlice<T, G>::VEC;
-  const int c = s.col(i);
-  if (ALIGNED && c + VEC <= n) {
-    ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), row + c);
-  } else {
-    dst.p[i * G::TPR] = load_vec<T, false>(row, c, n);
-  }
-}
+// This thread's vectors of a row into shared memory: full vectors by cp.async
+// (no register staging, so all are in flight at once; complete with
+// cp_async_wait_all), the rest through registers, zero past n.
 template <typename T, class G, bool ALIGNED>
 __device__ __forceinline__ void stage_row(const StagedRow<G>& dst, const T* row,
                                           const RowSlice<T, G>& s, int n) {
+  constexpr int VEC = RowSlice<T, G>::VEC;
 #pragma unroll
-  for (int i = 0; i < G::VPT; ++i) stage_vec<T, G, ALIGNED>(dst, row, s, n, i);
+  for (int i = 0; i < G::VPT; ++i) {
+    const int c = s.col(i);
+    if (ALIGNED && c + VEC <= n) {
+      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), row + c);
+    } else {
+      dst.p[i * G::TPR] = load_vec<T, false>(row, c, n);
+    }
+  }
 }
 
 // COUNT elements of X at p[c..c+COUNT) as floats (zero past n), through the
