@@ -28,11 +28,6 @@
 
 namespace kestrel {
 
-// Opaque 128-byte CUtensorMap (built on the host by cuTensorMapEncodeTiled).
-struct alignas(64) TmaMap {
-  unsigned char bytes[128];
-};
-
 struct GemmParams {
   const uint8_t* sw;  // weight scales: linear [L][N][K/16] (strided) or blocked
   long long sw_batch, sw_row;

@@ -10,27 +10,41 @@
 
 namespace kestrel {
 
-// One point of the GEMV kernel's configuration space (for tuning).
-struct GemvConfig {
-  int row_tiles = 2;  // 16-row tiles per CTA: 1, 2, 4 or 8
-  int warps = 8;      // warps per CTA (a multiple of row_tiles): 4, 8 or 16
-  int cluster = 1;    // CTAs of a cluster splitting K: 1, 2, 4 or 8
-  int depth = 2;      // groups of 128 K values in flight per lane: 1, 2 or 4
+// Which GEMV kernel runs.
+// - kWgmma (sm_90): a TMA ring feeds fp8 tensor cores, stream-K over all SMs.
+//   Needs 16-byte aligned rows of A (base, row and batch strides), 4-byte
+//   aligned B rows, and blocked A scales (16-byte aligned) or linear ones with
+//   K % 64 == 0 and 4-byte aligned rows.
+// - kRegister: CUDA-core loads into registers, mma.sync; any 8-byte aligned
+//   rows and K % 16 == 0. The fallback when kWgmma's rules are not met.
+enum class GemvKernel { kWgmma, kRegister };
 
-  std::string describe() const;  // "rt2 w8 c1 d2"
+// One point of the GEMV kernels' configuration space (for tuning).
+struct GemvConfig {
+  GemvKernel kernel = GemvKernel::kWgmma;
+  int stages = 12;    // kWgmma: 128-value groups in the TMA ring: 4, 6, 8, 12 or 16
+  int row_tiles = 2;  // kRegister: 16-row tiles per CTA: 1, 2, 4 or 8
+  int warps = 8;      // kRegister: warps per CTA (a multiple of row_tiles): 4, 8 or 16
+  int cluster = 1;    // kRegister: CTAs of a cluster splitting K: 1, 2, 4 or 8
+  int depth = 2;      // kRegister: groups of 128 K values in flight per lane: 1, 2 or 4
+
+  std::string describe() const;  // "wgmma s12" or "rt2 w8 c1 d2"
 };
 
 // Every configuration the kernel accepts, for `kestrel tune`.
 std::vector<GemvConfig> gemv_config_space();
-// The heuristic pick for a shape on a GPU with `sm_count` SMs.
-GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count);
+// The heuristic pick for a shape on a GPU with `sm_count` SMs, per kernel
+// (gemv_nvfp4 uses kWgmma where the operands allow it).
+GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,
+                               GemvKernel kernel = GemvKernel::kWgmma);
 
 // a: L x M x K NVFP4 (any row/batch stride that keeps rows 8-byte aligned;
 //    16-byte aligned rows take the fastest path).
 // b: L x rows_b x K NVFP4 (rows_b >= 1, row 0 of each batch is the vector).
 // c: fp16 or bf16, [L][M] (or [M] when L = 1), any row stride.
 // K: a multiple of 16, at most 65536. Scales: linear or blocked, per operand.
-// config: nullptr for the heuristic.
+// config: nullptr for the heuristic; a kWgmma config for operands that do not
+// meet its rules is an error naming the rule.
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemvConfig* config = nullptr);
 

@@ -36,4 +36,16 @@ KESTREL_HD void decode_fp4x8(uint32_t w, uint32_t (&h)[4]) {
   h[3] = ((o >> 3) | o) & kMask;
 }
 
+// e2m1 -> e4m3 by bit placement, for the fp8 tensor cores (wgmma). A nibble
+// s|e1 e0 m0 with e1 e0 m0 in e4m3 bits 4..2 and s in bit 7 is exactly the
+// e4m3 number e2m1 * 2^-6 (e1 e0 = 0 lands on the e4m3 subnormals). Byte j of
+// `even` holds value 2j of the word, byte j of `odd` value 2j + 1: 7 integer
+// ops per 8 values.
+constexpr float kFp4E4m3Scale = 64.0f;  // decoded e4m3 = e2m1 / 2^6
+
+KESTREL_HD void decode_fp4x8_e4m3(uint32_t w, uint32_t& even, uint32_t& odd) {
+  even = ((w << 2) & 0x1C1C1C1Cu) | ((w << 4) & 0x80808080u);
+  odd = ((w >> 2) & 0x1C1C1C1Cu) | (w & 0x80808080u);
+}
+
 }  // namespace kestrel

@@ -34,12 +34,19 @@ Status read_shape(const Params& p, GemvShape* s) {
   return Status::Ok();
 }
 
-// The configuration named by rt/warps/cluster/depth, or none (heuristic) when all are 0.
+// The configuration named by stages (wgmma kernel) or rt/warps/cluster/depth
+// (register kernel), or none (heuristic) when all are 0.
 bool read_config(const Params& p, GemvConfig* cfg) {
+  if (p.integer("stages") != 0) {
+    cfg->stages = int(p.integer("stages"));
+    return true;
+  }
   if (p.integer("rt") == 0 && p.integer("warps") == 0 && p.integer("cluster") == 0 &&
       p.integer("depth") == 0)
     return false;
-  const GemvConfig d;
+  GemvConfig d;
+  d.kernel = GemvKernel::kRegister;
+  cfg->kernel = GemvKernel::kRegister;
   cfg->row_tiles = p.integer("rt") ? int(p.integer("rt")) : d.row_tiles;
   cfg->warps = p.integer("warps") ? int(p.integer("warps")) : d.warps;
   cfg->cluster = p.integer("cluster") ? int(p.integer("cluster")) : d.cluster;
@@ -143,14 +150,18 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                         {"l", ParamKind::kInt, "1", "batches (L)", {}},
                     },
                     nvfp4_product_params("GEMV")),
-                {config_param("rt", "config: 16-row tiles per CTA (0 = heuristic)"),
+                {config_param("stages", "config: wgmma kernel, groups in the TMA ring (0 = heuristic)"),
+                 config_param("rt", "config: register kernel, 16-row tiles per CTA (0 = heuristic)"),
                  config_param("warps", "config: warps per CTA (0 = heuristic)"),
                  config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
                  config_param("depth", "config: groups in flight per lane (0 = heuristic)")}),
            check_gemv, bench_gemv, [] {
              std::vector<std::map<std::string, std::string>> out;
              for (const GemvConfig& c : gemv_config_space())
-               out.push_back({{"rt", std::to_string(c.row_tiles)},
+               if (c.kernel == GemvKernel::kWgmma)
+                 out.push_back({{"stages", std::to_string(c.stages)}});
+               else
+                 out.push_back({{"rt", std::to_string(c.row_tiles)},
                               {"warps", std::to_string(c.warps)},
                               {"cluster", std::to_string(c.cluster)},
                               {"depth", std::to_string(c.depth)}});

@@ -55,14 +55,23 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   }
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<true>", {}});
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<false>", {}});
-  // GEMV: every output type and scale-layout pair at the heuristic's usual
-  // configuration, plus the unaligned-row path; the whole configuration space
-  // is in configuration_space_specs().
-  for (DType out : {DType::kF16, DType::kBF16})
+  // GEMV: every output type and scale-layout pair of both kernels at the
+  // heuristic's usual configuration, plus the unaligned-row path; the whole
+  // configuration space is in configuration_space_specs().
+  const GemvConfig reg = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
+  for (DType out : {DType::kF16, DType::kBF16}) {
     for (bool a_blk : {false, true})
-      for (bool b_blk : {false, true})
-        specs.push_back(gemv_kernel_spec(out, GemvConfig{}, a_blk, b_blk, true, true));
-  specs.push_back(gemv_kernel_spec(DType::kF16, GemvConfig{1, 4, 1, 1}, false, false, false, false));
+      for (bool b_blk : {false, true}) {
+        specs.push_back(gemv_kernel_spec(out, reg, a_blk, b_blk, true, true));
+        specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}.stages, a_blk, b_blk));
+      }
+    specs.push_back(gemv_fixup_kernel_spec(out));
+  }
+  GemvConfig unaligned = reg;
+  unaligned.row_tiles = 1;
+  unaligned.warps = 4;
+  unaligned.depth = 1;
+  specs.push_back(gemv_kernel_spec(DType::kF16, unaligned, false, false, false, false));
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
   for (bool blk : {false, true})
@@ -83,7 +92,9 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
 std::vector<rt::KernelSpec> configuration_space_specs() {
   std::vector<rt::KernelSpec> specs;
   for (const GemvConfig& c : gemv_config_space())
-    specs.push_back(gemv_kernel_spec(DType::kF16, c, false, false, true, true));
+    specs.push_back(c.kernel == GemvKernel::kWgmma
+                        ? gemv_wgmma_kernel_spec(DType::kF16, c.stages, false, false)
+                        : gemv_kernel_spec(DType::kF16, c, false, false, true, true));
   // Stages only size the ring: the deepest of each tile width covers the code.
   for (const GemmConfig& c : gemm_config_space()) {
     if (c.stages != gemm_max_stages(c.block_n)) continue;

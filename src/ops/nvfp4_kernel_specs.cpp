@@ -21,6 +21,18 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
           {}};
 }
 
+rt::KernelSpec gemv_wgmma_kernel_spec(DType out, int stages, bool a_blocked, bool b_blocked) {
+  return {"nvfp4_gemv_wgmma.cuh",
+          std::string("kestrel::nvfp4_gemv_wgmma_kernel<") + half_type(out) + ", " +
+              std::to_string(stages) + ", " + flag(a_blocked) + ", " + flag(b_blocked) + ">",
+          {}};
+}
+
+rt::KernelSpec gemv_fixup_kernel_spec(DType out) {
+  return {"nvfp4_gemv_wgmma.cuh", std::string("kestrel::nvfp4_gemv_fixup<") + half_type(out) + ">",
+          {}};
+}
+
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual) {
   return {"nvfp4_gemm.cuh",
           std::string("kestrel::nvfp4_gemm_kernel<") + half_type(out) + ", " +

@@ -40,5 +40,22 @@ TEST(Fp4Decode, PairOrderIsAPermutation) {
   EXPECT_EQ(seen, 0xFF);
 }
 
+TEST(Fp4DecodeE4m3, EveryNibbleAtEveryPositionIsExact) {
+  for (int pos = 0; pos < 8; ++pos) {
+    for (uint32_t code = 0; code < 16; ++code) {
+      const uint32_t filler = 0xFFFFFFFFu & ~(0xFu << (4 * pos));
+      for (uint32_t fill : {0u, filler, 0x77777777u & filler, 0x88888888u & filler}) {
+        const uint32_t w = fill | (code << (4 * pos));
+        uint32_t even = 0, odd = 0;
+        decode_fp4x8_e4m3(w, even, odd);
+        const uint32_t byte = ((pos % 2 ? odd : even) >> (8 * (pos / 2))) & 0xFFu;
+        EXPECT_EQ(double(e4m3_to_float(byte)) * kFp4E4m3Scale, double(e2m1_to_float(code)))
+            << "pos " << pos << " code " << code << " fill " << std::hex << fill;
+        EXPECT_EQ(byte >> 7, code >> 3) << "sign of -0 must survive";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kestrel

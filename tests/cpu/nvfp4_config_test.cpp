@@ -15,6 +15,8 @@ namespace {
 bool in_space(const GemvConfig& c) {
   const auto space = gemv_config_space();
   return std::any_of(space.begin(), space.end(), [&](const GemvConfig& s) {
+    if (s.kernel != c.kernel) return false;
+    if (c.kernel == GemvKernel::kWgmma) return s.stages == c.stages;
     return s.row_tiles == c.row_tiles && s.warps == c.warps && s.cluster == c.cluster &&
            s.depth == c.depth;
   });
@@ -31,8 +33,11 @@ TEST(Nvfp4Config, GemvHeuristicPicksAreInTheSpace) {
   for (int64_t m : {1, 3, 128, 1000, 1024, 4096, 7168, 65536})
     for (int64_t k : {16, 48, 2048, 7168, 16384, 65536})
       for (int64_t l : {1, 3, 8}) {
-        const GemvConfig c = gemv_default_config(m, k, l, 132);
-        EXPECT_TRUE(in_space(c)) << m << "x" << k << "x" << l << ": " << c.describe();
+        for (GemvKernel kernel : {GemvKernel::kWgmma, GemvKernel::kRegister}) {
+          const GemvConfig c = gemv_default_config(m, k, l, 132, kernel);
+          EXPECT_EQ(c.kernel, kernel);
+          EXPECT_TRUE(in_space(c)) << m << "x" << k << "x" << l << ": " << c.describe();
+        }
       }
 }
 

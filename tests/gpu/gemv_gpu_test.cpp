@@ -124,8 +124,11 @@ TEST(GemvGpuConfigs, EveryConfigFamilyMatchesReference) {
   KESTREL_REQUIRE_GPU();
   const GemvCase c{300, 4096 + 64, 2, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
   for (const GemvConfig& cfg : gemv_config_space()) {
-    // One representative per (row_tiles, warps) plus every cluster and depth.
-    if (cfg.depth != 2 && !(cfg.row_tiles == 2 && cfg.warps == 8)) continue;
+    // Every wgmma ring; one register representative per (row_tiles, warps)
+    // plus every cluster and depth.
+    if (cfg.kernel == GemvKernel::kRegister && cfg.depth != 2 &&
+        !(cfg.row_tiles == 2 && cfg.warps == 8))
+      continue;
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }
@@ -148,7 +151,7 @@ TEST(GemvGpuGolden, MatchesGoldenCases) {
 }
 
 TEST(GemvArgs, BadArgumentsNameTheRule) {
-  uint8_t dummy[256];
+  alignas(16) uint8_t dummy[256];
   Nvfp4View a{TensorView::dense(dummy, DType::kE2M1x2, {1, 4, 16}),
               TensorView::dense(dummy, DType::kE4M3, {1, 4, 2}), ScaleLayout::kLinear, 1.0f};
   Nvfp4View b{TensorView::dense(dummy, DType::kE2M1x2, {1, 1, 16}),
@@ -167,11 +170,20 @@ TEST(GemvArgs, BadArgumentsNameTheRule) {
   a_bad.values = TensorView::dense(dummy, DType::kE2M1x2, {1, 4, 12});
   st = gemv_nvfp4(a_bad, b, c, nullptr);
   EXPECT_NE(st.message().find("multiple of 16"), std::string::npos) << st.message();
-  GemvConfig cfg;
-  cfg.cluster = 3;
   if (testing::cuda_device_present()) {
+    GemvConfig cfg;
+    cfg.kernel = GemvKernel::kRegister;
+    cfg.cluster = 3;
     st = gemv_nvfp4(a, b, c, nullptr, &cfg);
     EXPECT_NE(st.message().find("config"), std::string::npos) << st.message();
+    cfg = GemvConfig{};
+    cfg.stages = 5;
+    st = gemv_nvfp4(a, b, c, nullptr, &cfg);
+    EXPECT_NE(st.message().find("stages"), std::string::npos) << st.message();
+    // K = 32 with linear scales: the wgmma kernel's scale copies need K % 64.
+    cfg = GemvConfig{};
+    st = gemv_nvfp4(a, b, c, nullptr, &cfg);
+    EXPECT_NE(st.message().find("K % 64"), std::string::npos) << st.message();
   }
 }
 

@@ -1,0 +1,32 @@
+// The two NVFP4 GEMV kernels' host sides, behind gemv_nvfp4 (src/ops/gemv.cpp),
+// which validates the operands and picks one.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kestrel/gemv.h"
+#include "runtime/device.h"
+
+namespace kestrel::ops {
+
+// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M].
+struct GemvProblem {
+  const Nvfp4View& a;
+  const Nvfp4View& b;
+  const TensorView& c;
+  int64_t batches, m, k;
+};
+
+// Empty when kernels/nvfp4_gemv_wgmma.cuh can run the problem with `cfg`,
+// else the rule that is not met ("a.values: ...").
+std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
+                                  const rt::DeviceInfo& dev);
+Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
+
+int gemv_register_smem_bytes(const GemvConfig& cfg, int64_t k);
+Status check_gemv_register_config(const GemvConfig& cfg, int64_t k, const rt::DeviceInfo& dev);
+Status launch_gemv_register(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
+
+}  // namespace kestrel::ops

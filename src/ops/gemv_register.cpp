@@ -1,0 +1,110 @@
+// Host side of the register GEMV (kernels/nvfp4_gemv.cuh): the fallback for
+// operands the wgmma kernel cannot take (8-byte aligned rows, any K % 16).
+#include <algorithm>
+#include <string>
+
+#include "ops/gemv_launch.h"
+#include "ops/nvfp4_kernel_specs.h"
+#include "ops/validate.h"
+#include "runtime/launcher.h"
+
+namespace kestrel::ops {
+namespace {
+
+struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
+  const void* a;
+  long long a_batch, a_row;
+  const void* sfa;
+  long long sfa_batch, sfa_row;
+  const void* b;
+  long long b_batch;
+  const void* sfb;
+  long long sfb_batch;
+  void* c;
+  long long c_batch, c_row;
+  int m, k, l, b_rows;
+  float alpha;
+};
+
+constexpr int kGroup = 128, kGroupSmem = 256;
+
+}  // namespace
+
+int gemv_register_smem_bytes(const GemvConfig& c, int64_t k) {
+  const int64_t groups = (k + kGroup - 1) / kGroup;
+  const int64_t per_cta = (groups + c.cluster - 1) / c.cluster;
+  // Reduction buffers first (rounded to 16 bytes), then the staged B: the
+  // layout of kernels/nvfp4_gemv.cuh (reduction_bytes).
+  const int reduction = ((c.warps / c.row_tiles + c.cluster) * 16 * c.row_tiles * 4 + 15) / 16 * 16;
+  return int(per_cta * kGroupSmem + reduction);
+}
+
+Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::DeviceInfo& dev) {
+  auto in = [](int v, std::initializer_list<int> set) {
+    return std::find(set.begin(), set.end(), v) != set.end();
+  };
+  if (!in(c.row_tiles, {1, 2, 4, 8}) || !in(c.warps, {4, 8, 16}) || c.warps % c.row_tiles != 0 ||
+      !in(c.cluster, {1, 2, 4, 8}) || !in(c.depth, {1, 2, 4}))
+    return Status::InvalidArgument("config: not in gemv_config_space(): " + c.describe());
+  const int smem = gemv_register_smem_bytes(c, k);
+  if (smem > dev.max_smem_per_block_optin)
+    return Status::InvalidArgument("config: needs " + std::to_string(smem) +
+                                   " bytes of shared memory, the GPU allows " +
+                                   std::to_string(dev.max_smem_per_block_optin) +
+                                   "; use a larger cluster");
+  return Status::Ok();
+}
+
+Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& cfg, cudaStream_t stream) {
+  const Nvfp4View &a = pr.a, &b = pr.b;
+  const TensorView& c = pr.c;
+  const Shape3 av = shape3(a.values), bv = shape3(b.values);
+  const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
+  const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
+  // Each lane reads the scales of two adjacent blocks with one 2-byte load
+  // when they are 2-byte aligned (always in the blocked layout).
+  const bool scale_pair =
+      a_blk || (reinterpret_cast<uintptr_t>(a.scales.data) % 2 == 0 &&
+                shape3(a.scales).row_stride % 2 == 0 && shape3(a.scales).batch_stride % 2 == 0);
+  GemvParams p{};
+  p.a = a.values.data;
+  p.a_batch = av.batch_stride;
+  p.a_row = av.row_stride;
+  p.sfa = a.scales.data;
+  if (!a_blk) {
+    const Shape3 s = shape3(a.scales);
+    p.sfa_batch = s.batch_stride;
+    p.sfa_row = s.row_stride;
+  }
+  p.b = b.values.data;
+  p.b_batch = bv.batch_stride;
+  p.sfb = b.scales.data;
+  if (!b_blk) p.sfb_batch = shape3(b.scales).batch_stride;
+  p.c = c.data;
+  p.c_batch = c.rank == 2 ? c.stride[0] : 0;
+  p.c_row = c.stride[c.rank - 1];
+  p.m = int(pr.m);
+  p.k = int(pr.k);
+  p.l = int(pr.batches);
+  p.b_rows = int(b.rows());
+  p.alpha = a.global_scale * b.global_scale * 268435456.0f;  // 2^28: two decodes of 2^-14
+
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+      gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair), &kernel));
+  // Persistent grid: as many clusters as fit at once, none idle.
+  rt::LaunchShape shape;
+  const int64_t work = (pr.m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * pr.batches;
+  shape.block = dim3(unsigned(cfg.warps * 32));
+  shape.cluster = dim3(unsigned(cfg.cluster), 1, 1);
+  shape.smem_bytes = size_t(gemv_register_smem_bytes(cfg, pr.k));
+  shape.grid = dim3(unsigned(cfg.cluster));
+  int resident = 0;
+  KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
+  if (resident < 1)
+    return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
+  shape.grid = dim3(unsigned(std::min<int64_t>(work, resident) * cfg.cluster));
+  return kernel(shape, stream, p);
+}
+
+}  // namespace kestrel::ops

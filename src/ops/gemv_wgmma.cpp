@@ -1,0 +1,142 @@
+// Host side of the wgmma GEMV (kernels/nvfp4_gemv_wgmma.cuh): the rules its
+// TMA loads need, the stream-K split over the SMs, and the fixup launch for
+// tiles cut between CTAs.
+#include <algorithm>
+#include <string>
+
+#include "ops/gemv_launch.h"
+#include "ops/nvfp4_kernel_specs.h"
+#include "ops/validate.h"
+#include "runtime/launcher.h"
+#include "runtime/scratch.h"
+#include "runtime/tma.h"
+
+namespace kestrel::ops {
+namespace {
+
+struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_wgmma.cuh
+  const void* sfa;
+  long long sfa_batch, sfa_row;
+  const void* b;
+  long long b_batch;
+  const void* sfb;
+  long long sfb_batch;
+  void* c;
+  long long c_batch, c_row;
+  float* partial;
+  long long units;
+  int m, k, l, b_rows;
+  int tiles_m, groups, ctas;
+  float alpha;
+};
+
+constexpr int kRows = 128, kGroup = 128, kThreads = 288;
+constexpr int kStageBytes = 8192 + 1024 + 1024 + 128;
+
+int smem_bytes(int stages, int64_t k) {  // gemv_wgmma::smem_bytes
+  return int(128 + stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16);
+}
+
+long long split_begin(long long units, int ctas, int c) { return units * c / ctas; }
+
+}  // namespace
+
+std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
+                                  const rt::DeviceInfo& dev) {
+  if (!(dev.cc_major == 9 && dev.cc_minor == 0))
+    return "config: the wgmma GEMV needs sm_90, this GPU is " + dev.arch();
+  if (cfg.stages != 4 && cfg.stages != 6 && cfg.stages != 8 && cfg.stages != 12 && cfg.stages != 16)
+    return "config: stages must be 4, 6, 8, 12 or 16, got " + std::to_string(cfg.stages);
+  if (!check_aligned(p.a.values, 16, "a.values").ok())
+    return "a.values: the wgmma GEMV loads rows by TMA: base, row and batch strides must be "
+           "multiples of 16 bytes";
+  if (p.a.layout == ScaleLayout::kBlocked) {
+    if (!check_aligned(p.a.scales, 16, "a.scales").ok())
+      return "a.scales: blocked scales must be 16-byte aligned for the wgmma GEMV";
+  } else {
+    if (p.k % 64 != 0) return "K: linear A scales need K % 64 == 0 for the wgmma GEMV";
+    if (!check_aligned(p.a.scales, 4, "a.scales").ok())
+      return "a.scales: linear scale rows must be 4-byte aligned for the wgmma GEMV";
+  }
+  const int smem = smem_bytes(cfg.stages, p.k);
+  if (smem > dev.max_smem_per_block_optin)
+    return "config: " + cfg.describe() + " needs " + std::to_string(smem) +
+           " bytes of shared memory at this K, the GPU allows " +
+           std::to_string(dev.max_smem_per_block_optin);
+  return "";
+}
+
+Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStream_t stream) {
+  const Nvfp4View &a = pr.a, &b = pr.b;
+  const TensorView& c = pr.c;
+  const Shape3 av = shape3(a.values);
+  const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
+
+  rt::TmaMapSpec spec;
+  spec.rank = 3;
+  spec.dims[0] = uint64_t(pr.k / 2);
+  spec.dims[1] = uint64_t(pr.m);
+  spec.dims[2] = uint64_t(pr.batches);
+  spec.strides_bytes[0] = uint64_t(av.row_stride);
+  spec.strides_bytes[1] = uint64_t(pr.batches > 1 ? av.batch_stride : av.row_stride * pr.m);
+  spec.box[0] = kGroup / 2;
+  spec.box[1] = kRows;
+  spec.box[2] = 1;
+  CUtensorMap map_a;
+  KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.values.data, spec, &map_a));
+
+  WgmmaParams p{};
+  p.sfa = a.scales.data;
+  if (!a_blk) {
+    const Shape3 s = shape3(a.scales);
+    p.sfa_batch = s.batch_stride;
+    p.sfa_row = s.row_stride;
+  }
+  p.b = b.values.data;
+  p.b_batch = shape3(b.values).batch_stride;
+  p.sfb = b.scales.data;
+  if (!b_blk) p.sfb_batch = shape3(b.scales).batch_stride;
+  p.c = c.data;
+  p.c_batch = c.rank == 2 ? c.stride[0] : 0;
+  p.c_row = c.stride[c.rank - 1];
+  p.m = int(pr.m);
+  p.k = int(pr.k);
+  p.l = int(pr.batches);
+  p.b_rows = int(b.rows());
+  p.tiles_m = int((pr.m + kRows - 1) / kRows);
+  p.groups = int((pr.k + kGroup - 1) / kGroup);
+  p.units = (long long)p.tiles_m * pr.batches * p.groups;
+  p.alpha = a.global_scale * b.global_scale * 4096.0f;  // 2^12: two decodes of 2^-6
+
+  rt::Kernel kernel, fixup;
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg.stages, a_blk, b_blk), &kernel));
+  rt::LaunchShape shape;
+  shape.block = dim3(kThreads);
+  shape.smem_bytes = size_t(smem_bytes(cfg.stages, pr.k));
+  int resident = 0;
+  KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
+  if (resident < 1)
+    return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
+  p.ctas = int(std::min<long long>(p.units, resident));
+  shape.grid = dim3(unsigned(p.ctas));
+
+  // Tiles cut between CTAs leave partial sums for the fixup kernel.
+  bool cut = false;
+  for (int i = 1; i < p.ctas && !cut; ++i) cut = split_begin(p.units, p.ctas, i) % p.groups != 0;
+  rt::StreamScratch partial;
+  if (cut) {
+    KESTREL_RETURN_IF_ERROR(partial.allocate(size_t(p.ctas) * 2 * kRows * sizeof(float), stream));
+    p.partial = static_cast<float*>(partial.get());
+  }
+  KESTREL_RETURN_IF_ERROR(kernel(shape, stream, map_a, p));
+  if (!cut) return Status::Ok();
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(gemv_fixup_kernel_spec(c.dtype), &fixup));
+  rt::LaunchShape fix;
+  fix.grid = dim3(unsigned(p.tiles_m * pr.batches));
+  fix.block = dim3(kRows);
+  fix.programmatic = true;
+  return fixup(fix, stream, p);
+}
+
+}  // namespace kestrel::ops
