@@ -2,14 +2,15 @@
 //
 // Memory-bound on A (0.5625 bytes per value), so the kernel is built around
 // keeping DRAM busy with few instructions per value:
-// - Load: one producer warp streams A by TMA, 128 rows x 128 values (8 KB) per
-//   stage, into a ring of STAGES stages (~100 KB in flight per SM), with the
-//   stage's A scales (cp.async / bulk copy) and the matching B operand.
+// - Load: one producer warp streams A by TMA, 128 rows x 512 values (32 KB,
+//   256 contiguous bytes per row: DRAM pages are used well) per stage, into a
+//   ring of STAGES stages, with the stage's A scales (bulk copy or cp.async)
+//   and the matching B operand, which it builds from the batch's B row.
 // - Compute: two consumer warpgroups (64 rows each) turn each lane's 16-byte
-//   chunks into e4m3 by bit placement (e2m1 * 2^-6, 7 integer ops per 8
-//   values, common/fp4_decode.cuh) and feed wgmma m64n8k32 e4m3 with A from
-//   registers. Products e2m1 x e2m1 and their sums over a 16-value block are
-//   exact in the fp32 accumulator.
+//   pieces of a 128-value group into e4m3 by bit placement (e2m1 * 2^-6, 7
+//   integer ops per 8 values, common/fp4_decode.cuh) and feed wgmma m64n8k32
+//   e4m3 with A from registers, two groups in flight. Products e2m1 x e2m1
+//   and their sums over a 16-value block are exact in the fp32 accumulator.
 // - The 8 N columns of the wgmma carry no second vector; they separate scale
 //   blocks: B column 2t is nonzero only in the K slots that lane t of a quad
 //   fills from block 2t of the group, column 2t+1 only in those of block
@@ -17,8 +18,8 @@
 //   of its two blocks for its two rows; A and B block scales (fp32) are
 //   applied once per block. The zeros of B never change, so the producer
 //   writes only the 128 live bytes of each 1 KB B tile.
-// - Work split: stream-K. The L x ceil(M/128) row tiles times K/128 groups are
-//   cut into one equal, contiguous range per CTA; a tile finished by one CTA is
+// - Work split: stream-K. The L x ceil(M/128) row tiles times K/512 chunks
+//   are cut into one equal, contiguous range per CTA; a tile finished by one CTA is
 //   stored directly, a cut tile's partial row sums go to `partial` and
 //   nvfp4_gemv_fixup adds them in CTA order (deterministic, no atomics).
 #pragma once
@@ -44,31 +45,33 @@ struct GemvWgmmaParams {
   void* c;  // [L][M] fp16 / bf16
   long long c_batch, c_row;
   float* partial;    // [ctas][2][128]: a CTA's first and last cut segments
-  long long units;   // row tiles x groups
+  long long units;   // row tiles x chunks
   int m, k, l, b_rows;
-  int tiles_m, groups, ctas;
+  int tiles_m, groups, chunks, ctas;  // groups of 128 and chunks of 512 values per row
   float alpha;  // global scales times 2^12 (the decode's two 2^-6 factors)
 };
 
 namespace gemv_wgmma {
 
-constexpr int kRows = 128;  // rows per tile: two consumer warpgroups
-constexpr int kGroup = 128;  // K values per stage
-constexpr int kABytes = kRows * kGroup / 2;
-constexpr int kBTileBytes = 4 * 256;  // 4 wgmma k32 steps x (8 columns x 32 bytes)
-constexpr int kSABytes = kRows * 8;   // 8 scale codes per row (both layouts)
-constexpr int kSBBytes = 128;         // 8 fp32 B scales, padded
-constexpr int kStageBytes = kABytes + kBTileBytes + kSABytes + kSBBytes;
+constexpr int kRows = 128;        // rows per tile: two consumer warpgroups x 64
+constexpr int kGroup = 128;       // K values per wgmma group (4 x k32)
+constexpr int kChunkGroups = 4;   // groups per stage: 256 contiguous bytes per row
+constexpr int kABytes = kRows * kGroup * kChunkGroups / 2;
+constexpr int kBTileBytes = 4 * 256;  // one group: 4 k32 steps x (8 columns x 32 bytes)
+constexpr int kBBytes = kChunkGroups * kBTileBytes;
+constexpr int kSABytes = kRows * 8 * kChunkGroups;  // 8 scale codes per row and group
+constexpr int kSBBytes = 8 * 4 * kChunkGroups;      // fp32 B scales
+constexpr int kStageBytes = kABytes + kBBytes + kSABytes + kSBBytes;
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 32;
 
 // Shared memory: barriers, the stage ring, then the current batch's B row
 // (packed values and scale codes), 16-byte rounded.
-__host__ __device__ constexpr int smem_bytes(int stages, int k) {
-  return 128 + stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16;
+__host__ __device__ constexpr long long smem_bytes(int stages, long long k) {
+  return 128 + (long long)stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16;
 }
 
-// Stream-K: CTA c owns units [begin(c), begin(c + 1)).
+// Stream-K: CTA c owns units (row tile, chunk of 4 groups) [begin(c), begin(c + 1)).
 struct Schedule {
   long long units;
   int ctas;
@@ -78,17 +81,21 @@ struct Schedule {
   }
 };
 
-// Position of the live word of lane quad index t, half h (block 2t + h) in one
-// 256-byte k32 step of the B tile: K-major core matrices of 8 columns x 16
-// bytes, K half h, column 2t + h, bytes 4t..4t+3 (the slots lane t fills).
-__device__ __forceinline__ int b_word_offset(int t, int h) { return h * 128 + (2 * t + h) * 16 + 4 * t; }
-
-// wgmma descriptor of one k32 step: no swizzle, core matrices 128 bytes apart
-// along K (N = 8 has a single core matrix row, so both offsets are 128).
-__device__ __forceinline__ uint64_t b_desc(const void* p) {
-  const uint64_t addr = ptx::smem_u32(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(128 >> 4) << 16) | (uint64_t(128 >> 4) << 32);
+// Position of the live word of quad lane t, half h (block 2t + h of a group)
+// in one 256-byte k32 step of a B tile: K-major core matrices of 8 columns x
+// 16 bytes; K half h, column 2t + h, bytes 4t..4t+3 (the slots lane t fills).
+__device__ __forceinline__ int b_word_offset(int t, int h) {
+  return h * 128 + (2 * t + h) * 16 + 4 * t;
 }
+
+// wgmma descriptor of a B tile: no swizzle, core matrices 128 bytes apart
+// along K (N = 8 has a single core matrix row, so both offsets are 128). The
+// low word is the start address / 16 (plus the leading offset), so moving the
+// descriptor by n bytes adds n / 16 to it.
+__device__ __forceinline__ uint32_t b_desc_lo(const void* p) {
+  return ((ptx::smem_u32(p) & 0x3FFFF) >> 4) | ((128 >> 4) << 16);
+}
+__device__ __forceinline__ uint64_t b_desc(uint32_t lo) { return (uint64_t(128 >> 4) << 32) | lo; }
 
 __device__ __forceinline__ void mma_m64n8k32_e4m3(float (&d)[4], const uint32_t (&a)[4],
                                                   uint64_t desc_b, int accumulate) {
@@ -105,15 +112,52 @@ __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
-// Byte offset of the scale pair (blocks 2t, 2t+1) of tile row r in a stage.
+// Byte offset, within a stage's A scales, of the pair of codes (blocks 2t,
+// 2t+1 of group j) of tile row r.
 template <bool BLOCKED>
-__device__ __forceinline__ int sa_offset(int r, int t) {
-  if constexpr (BLOCKED) {
-    return (t / 2) * 512 + (r % 32) * 16 + (r / 32) * 4 + 2 * (t % 2);
-  } else {
-    return r * 8 + 2 * t;
+__device__ __forceinline__ int sa_offset(int r, int t, int j) {
+  if constexpr (BLOCKED) {  // 8 whole 128 x 4 tiles, as in global memory
+    return (2 * j + t / 2) * 512 + (r % 32) * 16 + (r / 32) * 4 + 2 * (t % 2);
+  } else {  // [row][32 codes]
+    return r * 32 + 8 * j + 2 * t;
   }
 }
+
+// Where a warp is in its CTA's sequence of groups.
+struct Cursor {
+  long long u;       // unit (row tile x, chunk c)
+  long long x;       // row tile over all batches
+  int c, j, groups;  // chunk in the tile, group in the chunk, groups in this chunk
+  int stage, phase;  // ring slot of the chunk and its barrier parity
+
+  __device__ void start(long long u0, int chunks, int tile_groups) {
+    u = u0;
+    x = u0 / chunks;
+    c = int(u0 % chunks);
+    j = 0;
+    groups = min(kChunkGroups, tile_groups - kChunkGroups * c);
+    stage = phase = 0;
+  }
+  template <int STAGES>
+  __device__ void next(int chunks, int tile_groups) {
+    if (++j < groups) return;
+    next_chunk<STAGES>(chunks, tile_groups);
+  }
+  template <int STAGES>
+  __device__ void next_chunk(int chunks, int tile_groups) {
+    j = 0;
+    ++u;
+    if (++c == chunks) {
+      c = 0;
+      ++x;
+    }
+    groups = min(kChunkGroups, tile_groups - kChunkGroups * c);
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
 
 // One group's operands of one lane: A in wgmma register order, scale codes.
 struct Operands {
@@ -149,13 +193,13 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, 1)
   const long long u_begin = sched.begin(blockIdx.x), u_end = sched.begin(blockIdx.x + 1);
 
   // The B tiles' zeros are written once; the producer rewrites only live words.
-  for (int i = threadIdx.x; i < STAGES * kBTileBytes / 16; i += kThreads) {
-    const int s = i / (kBTileBytes / 16), o = i % (kBTileBytes / 16);
+  for (int i = threadIdx.x; i < STAGES * kBBytes / 16; i += kThreads) {
+    const int s = i / (kBBytes / 16), o = i % (kBBytes / 16);
     *reinterpret_cast<uint4*>(ring + s * kStageBytes + kABytes + o * 16) = make_uint4(0, 0, 0, 0);
   }
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      ptx::mbar_init(&full[s], A_BLOCKED ? 1 : 33);
+      ptx::mbar_init(&full[s], A_BLOCKED ? 1 : 33);  // linear: + 32 cp.async arrivals
       ptx::mbar_init(&empty[s], kConsumerThreads / 32);
     }
     ptx::fence_barrier_init();
@@ -164,109 +208,123 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, 1)
   __syncthreads();
   // The fixup kernel may launch now; it waits for this grid to finish.
   ptx::griddep_launch_dependents();
+  if (u_begin >= u_end) return;
 
   if (warp == kConsumerThreads / 32) {
-    // ================= Producer warp =================
+    // ================= Load: the producer warp =================
     ptx::prefetch_tma_map(&tmap_a);
     int staged_l = -1;
-    long long x = u_begin / p.groups;
-    int gi = int(u_begin % p.groups);
-    for (long long u = u_begin, it = 0; u < u_end; ++u, ++it) {
-      const int stage = int(it % STAGES);
-      uint8_t* st = ring + stage * kStageBytes;
-      if (it >= STAGES) ptx::mbar_wait(&empty[stage], uint32_t((it / STAGES - 1) & 1));
-      const int l = int(x / p.tiles_m), mt = int(x % p.tiles_m);
+    Cursor cur;
+    cur.start(u_begin, p.chunks, p.groups);
+    for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups)) {
+      uint8_t* st = ring + cur.stage * kStageBytes;
+      if (cur.u - u_begin >= STAGES) ptx::mbar_wait(&empty[cur.stage], cur.phase ^ 1);
+      const int l = int(cur.x / p.tiles_m), mt = int(cur.x % p.tiles_m);
+
+      // A by TMA (rows past M and K past the row end are zero-filled); its
+      // scales by bulk copy (blocked) or 4-byte cp.async (linear).
+      if (lane == 0) {
+        uint32_t bytes = kABytes;
+        const int kt0 = 8 * cur.c, k_tiles = (kblocks + 3) / 4;
+        const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
+        if constexpr (A_BLOCKED) bytes += sa_bulk;
+        ptx::mbar_expect_tx(&full[cur.stage], bytes);
+        ptx::tma_load_3d(st, &tmap_a, &full[cur.stage], cur.c * (kABytes / kRows), mt * kRows, l);
+        if constexpr (A_BLOCKED)
+          ptx::bulk_load(st + kABytes + kBBytes,
+                         p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.m,
+                                                      kblocks),
+                         sa_bulk, &full[cur.stage]);
+      }
+      if constexpr (!A_BLOCKED) {
+        const uint8_t* sfa = p.sfa + l * p.sfa_batch;
+#pragma unroll
+        for (int i = 0; i < kRows / 32; ++i) {
+          const int r = lane + 32 * i, row = mt * kRows + r;
+#pragma unroll
+          for (int w = 0; w < 8; ++w) {
+            const int kb = 32 * cur.c + 4 * w;
+            if (row < p.m && kb < kblocks)
+              ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
+                              sfa + (long long)row * p.sfa_row + kb);
+          }
+        }
+        ptx::cp_async_arrive_noinc(&full[cur.stage]);
+      }
 
       if (l != staged_l) {
-        // This batch's B row (values and scale codes): read by this warp only.
+        // This batch's B row (values and scale codes), read by this warp only.
         staged_l = l;
         const uint8_t* brow = p.b + l * p.b_batch;
-        for (int i = lane; i < p.k / 8; i += 32) ptx::cp_async_4(b_raw + 4 * i, brow + 4 * i);
-        for (int kb4 = lane; kb4 < (kblocks + 3) / 4; kb4 += 32) {
-          uint32_t codes = 0;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int kb = 4 * kb4 + j;
-            if (kb < kblocks)
-              codes |= uint32_t(__ldg(p.sfb + scale_offset<B_BLOCKED>(p.sfb_batch, 0, l, 0, kb,
-                                                                       p.b_rows, kblocks)))
-                       << (8 * j);
-          }
-          *reinterpret_cast<uint32_t*>(sfb_raw + 4 * kb4) = codes;
+        if (reinterpret_cast<uintptr_t>(brow) % 16 == 0 && p.k % 32 == 0) {
+          for (int i = lane; i < p.k / 32; i += 32)
+            ptx::cp_async_16(ptx::smem_u32(b_raw + 16 * i), brow + 16 * i);
+        } else {
+          for (int i = lane; i < p.k / 8; i += 32) ptx::cp_async_4(b_raw + 4 * i, brow + 4 * i);
+        }
+        const uint8_t* srow = p.sfb + l * p.sfb_batch;
+        if (B_BLOCKED) {
+          for (int kt = lane; kt < (kblocks + 3) / 4; kt += 32)
+            ptx::cp_async_4(sfb_raw + 4 * kt,
+                            p.sfb + blocked_scale_offset(l, 0, 4LL * kt, p.b_rows, kblocks));
+        } else if (reinterpret_cast<uintptr_t>(srow) % 4 == 0 && kblocks % 4 == 0) {
+          for (int kt = lane; kt < kblocks / 4; kt += 32)
+            ptx::cp_async_4(sfb_raw + 4 * kt, srow + 4 * kt);
+        } else {
+#pragma unroll 4
+          for (int kb = lane; kb < kblocks; kb += 32) sfb_raw[kb] = __ldg(srow + kb);
         }
         ptx::cp_async_wait_all();
         __syncwarp();
       }
 
-      // A by TMA; its scales by bulk copy (blocked) or 4-byte cp.async (linear).
-      if (lane == 0) {
-        uint32_t bytes = kABytes;
-        const long long kt0 = 2LL * gi, k_tiles = (kblocks + 3) / 4;
-        const uint32_t sa_bulk = uint32_t(min(2LL, k_tiles - kt0) * 512);
-        if constexpr (A_BLOCKED) bytes += sa_bulk;
-        ptx::mbar_expect_tx(&full[stage], bytes);
-        ptx::tma_load_3d(st, &tmap_a, &full[stage], gi * (kGroup / 2), mt * kRows, l);
-        if constexpr (A_BLOCKED)
-          ptx::bulk_load(st + kABytes + kBTileBytes,
-                         p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 8LL * gi, p.m, kblocks),
-                         sa_bulk, &full[stage]);
-      }
-      if constexpr (!A_BLOCKED) {
+      // B: the chunk's 64 words (16 per group) become the live words of the
+      // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1);
+      // lane i also converts block scale i of the chunk.
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int r = lane + 32 * i, row = mt * kRows + r;
-#pragma unroll
-          for (int w = 0; w < 2; ++w) {
-            const int kb = gi * 8 + 4 * w;
-            if (row < p.m && kb < kblocks)
-              ptx::cp_async_4(st + kABytes + kBTileBytes + r * 8 + 4 * w,
-                              p.sfa + l * p.sfa_batch + (long long)row * p.sfa_row + kb);
-          }
-        }
-        ptx::cp_async_arrive_noinc(&full[stage]);
-      }
-
-      // B: 16 lanes place the group's 16 words (even / odd nibbles: k32 steps
-      // 2*half and 2*half+1), 8 lanes its block scales.
-      if (lane < 16) {
-        const int q = lane, blk = q / 2, half = q % 2, t = blk / 2, h = blk % 2;
-        const int word = gi * 16 + q;
+      for (int q = lane; q < 64; q += 32) {
+        const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, h = blk % 2;
+        const int word = cur.c * 64 + q;
         const uint32_t w = word < p.k / 8 ? *reinterpret_cast<const uint32_t*>(b_raw + 4 * word) : 0u;
         uint32_t even, odd;
         decode_fp4x8_e4m3(w, even, odd);
-        uint8_t* bt = st + kABytes + b_word_offset(t, h);
+        uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, h);
         *reinterpret_cast<uint32_t*>(bt + (2 * half) * 256) = even;
         *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * 256) = odd;
-      } else if (lane < 24) {
-        const int kb = gi * 8 + lane - 16;
-        const float s = kb < kblocks ? e4m3_to_float(sfb_raw[kb]) : 0.f;
-        reinterpret_cast<float*>(st + kABytes + kBTileBytes + kSABytes)[lane - 16] = s;
+      }
+      {
+        const int kb = cur.c * 32 + lane;
+        reinterpret_cast<float*>(st + kABytes + kBBytes + kSABytes)[lane] =
+            kb < kblocks ? e4m3_to_float(sfb_raw[kb]) : 0.f;
       }
       ptx::fence_proxy_async_smem();
       __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(&full[stage]);
-      if (++gi == p.groups) {
-        gi = 0;
-        ++x;
-      }
+      if (lane == 0) ptx::mbar_arrive(&full[cur.stage]);
     }
     return;
   }
 
-  // ================= Consumer warpgroups =================
+  // ================= Compute: two consumer warpgroups =================
   const int g = lane / 4, t = lane % 4;
-  const int r0 = warp * 16 + g, r1 = r0 + 8;  // tile rows (warpgroup w: rows 64w..)
+  const int r0 = warp * 16 + g, r1 = r0 + 8;  // tile rows (warpgroup w: rows 64w..64w+63)
   const bool k_tail = kblocks % 8 != 0;
 
-  auto fetch = [&](long long it, Operands& o) {
-    const int stage = int(it % STAGES);
-    const uint8_t* st = ring + stage * kStageBytes;
-    ptx::mbar_wait(&full[stage], uint32_t((it / STAGES) & 1));
-    const uint4 c0 = *reinterpret_cast<const uint4*>(st + r0 * 64 + 16 * t);
-    const uint4 c1 = *reinterpret_cast<const uint4*>(st + r1 * 64 + 16 * t);
-    o.sc0 = *reinterpret_cast<const uint16_t*>(st + kABytes + kBTileBytes + sa_offset<A_BLOCKED>(r0, t));
-    o.sc1 = *reinterpret_cast<const uint16_t*>(st + kABytes + kBTileBytes + sa_offset<A_BLOCKED>(r1, t));
-    o.sb = *reinterpret_cast<const float2*>(st + kABytes + kBTileBytes + kSABytes + 8 * t);
+  // This lane's offsets in a stage, for group 0 of the chunk.
+  const int a_off0 = r0 * 256 + 16 * t, a_off1 = r1 * 256 + 16 * t;
+  const int sa_off0 = kABytes + kBBytes + sa_offset<A_BLOCKED>(r0, t, 0);
+  const int sa_off1 = kABytes + kBBytes + sa_offset<A_BLOCKED>(r1, t, 0);
+  const int sb_off = kABytes + kBBytes + kSABytes + 8 * t;
+  constexpr int kSAGroupStep = A_BLOCKED ? 1024 : 8;
+  const uint32_t desc_lo = b_desc_lo(ring + kABytes);
+
+  auto fetch = [&](const Cursor& cu, Operands& o) {
+    const uint8_t* st = ring + cu.stage * kStageBytes;
+    if (cu.j == 0) ptx::mbar_wait(&full[cu.stage], cu.phase);
+    const uint4 c0 = *reinterpret_cast<const uint4*>(st + a_off0 + cu.j * 64);
+    const uint4 c1 = *reinterpret_cast<const uint4*>(st + a_off1 + cu.j * 64);
+    o.sc0 = *reinterpret_cast<const uint16_t*>(st + sa_off0 + cu.j * kSAGroupStep);
+    o.sc1 = *reinterpret_cast<const uint16_t*>(st + sa_off1 + cu.j * kSAGroupStep);
+    o.sb = *reinterpret_cast<const float2*>(st + sb_off + cu.j * 32);
     // Chunk words 0, 1: block 2t (values 0-7, 8-15); words 2, 3: block 2t+1.
     const uint32_t w0[4] = {c0.x, c0.y, c0.z, c0.w}, w1[4] = {c1.x, c1.y, c1.z, c1.w};
 #pragma unroll
@@ -277,77 +335,84 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, 1)
       decode_fp4x8_e4m3(w1[2 + half], o.a[2 * half][3], o.a[2 * half + 1][3]);
     }
   };
-
-  long long x = u_begin / p.groups;
-  int gi = int(u_begin % p.groups), seg_start = gi;
-  bool first_segment = true;
-  float acc0 = 0.f, acc1 = 0.f;
-  Operands ops[2];
-  if (u_begin < u_end) fetch(0, ops[0]);
-
-  // One group: mma on ops[cur] while the next group's operands are fetched.
-  auto step = [&](long long u, long long it, Operands& cur, Operands& nxt) {
-    const int stage = int(it % STAGES);
-    const uint8_t* bt = ring + stage * kStageBytes + kABytes;
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
+  auto issue = [&](const Cursor& cu, const Operands& o, float (&d)[4]) {
+    const uint32_t lo = desc_lo + uint32_t(cu.stage * kStageBytes + cu.j * kBTileBytes) / 16;
+    // Zeroed here rather than by the first wgmma's scale-d: an accumulator
+    // that is not read lets ptxas give A's registers to it, which serializes.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[i] = 0.f;
+    ptx::fence_regs(d);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int s = 0; s < 4; ++s) mma_m64n8k32_e4m3(d, cur.a[s], b_desc(bt + s * 256), s);
+    for (int s = 0; s < 4; ++s) mma_m64n8k32_e4m3(d, o.a[s], b_desc(lo + s * 256 / 16), 1);
     ptx::wgmma_commit();
-    if (u + 1 < u_end) fetch(it + 1, nxt);
-    ptx::wgmma_wait<0>();
-    ptx::fence_regs(d);
-    keep_alive(cur);
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[stage]);
+  };
 
-    float2 sa0 = e4m3x2_to_f32(cur.sc0), sa1 = e4m3x2_to_f32(cur.sc1);
-    if (k_tail && gi == p.groups - 1) {
-      // Codes past K are padding (any value, NaN included): their blocks hold
-      // zeros, and must stay zero.
-      const int kb = gi * 8 + 2 * t;
+  int seg_chunk = int(u_begin % p.chunks);
+  bool first_segment = true;
+  float acc0 = 0.f, acc1 = 0.f;
+  // Applies the scales of a finished group; at a chunk's end frees its stage,
+  // at a segment's end stores the rows or leaves a partial.
+  auto finish = [&](const Cursor& cu, const Operands& o, const float (&d)[4]) {
+    float2 sa0 = e4m3x2_to_f32(o.sc0), sa1 = e4m3x2_to_f32(o.sc1);
+    if (k_tail && kChunkGroups * cu.c + cu.j == p.groups - 1) {
+      // Codes past K are padding (any value, NaN included) of zero blocks.
+      const int kb = (p.groups - 1) * 8 + 2 * t;
       if (kb >= kblocks) sa0.x = sa1.x = 0.f;
       if (kb + 1 >= kblocks) sa0.y = sa1.y = 0.f;
     }
-    acc0 = fmaf(d[0], sa0.x * cur.sb.x, acc0);
-    acc0 = fmaf(d[1], sa0.y * cur.sb.y, acc0);
-    acc1 = fmaf(d[2], sa1.x * cur.sb.x, acc1);
-    acc1 = fmaf(d[3], sa1.y * cur.sb.y, acc1);
-
-    if (gi == p.groups - 1 || u + 1 == u_end) {
-      // End of a segment: reduce the quad, store or leave a partial.
-      acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
-      acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
-      acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
-      acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
-      if (t == 0) {
-        const bool whole = seg_start == 0 && gi == p.groups - 1;
-        const int l = int(x / p.tiles_m), mt = int(x % p.tiles_m);
-        if (whole) {
-          OUT* out = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
-          const int row0 = mt * kRows + r0, row1 = mt * kRows + r1;
-          if (row0 < p.m) out[(long long)row0 * p.c_row] = OUT(acc0 * p.alpha);
-          if (row1 < p.m) out[(long long)row1 * p.c_row] = OUT(acc1 * p.alpha);
-        } else {
-          float* part = p.partial + ((long long)blockIdx.x * 2 + (first_segment ? 0 : 1)) * kRows;
-          part[r0] = acc0;
-          part[r1] = acc1;
-        }
+    acc0 = fmaf(d[0], sa0.x * o.sb.x, acc0);
+    acc0 = fmaf(d[1], sa0.y * o.sb.y, acc0);
+    acc1 = fmaf(d[2], sa1.x * o.sb.x, acc1);
+    acc1 = fmaf(d[3], sa1.y * o.sb.y, acc1);
+    if (cu.j != cu.groups - 1) return;
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(&empty[cu.stage]);
+    if (cu.c != p.chunks - 1 && cu.u + 1 != u_end) return;
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
+    if (t == 0) {
+      if (seg_chunk == 0 && cu.c == p.chunks - 1) {  // the whole tile: store
+        const int l = int(cu.x / p.tiles_m), mt = int(cu.x % p.tiles_m);
+        OUT* out = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
+        const int row0 = mt * kRows + r0, row1 = mt * kRows + r1;
+        if (row0 < p.m) out[(long long)row0 * p.c_row] = OUT(acc0 * p.alpha);
+        if (row1 < p.m) out[(long long)row1 * p.c_row] = OUT(acc1 * p.alpha);
+      } else {
+        float* part = p.partial + ((long long)blockIdx.x * 2 + (first_segment ? 0 : 1)) * kRows;
+        part[r0] = acc0;
+        part[r1] = acc1;
       }
-      acc0 = acc1 = 0.f;
-      first_segment = false;
     }
-    if (++gi == p.groups) {
-      gi = 0;
-      ++x;
-    }
-    seg_start = gi == 0 ? 0 : seg_start;
+    acc0 = acc1 = 0.f;
+    first_segment = false;
+    seg_chunk = 0;
   };
 
-  long long it = 0;
-  for (long long u = u_begin; u < u_end; u += 2, it += 2) {
-    step(u, it, ops[0], ops[1]);
-    if (u + 1 < u_end) step(u + 1, it + 1, ops[1], ops[0]);
+  // Group q's wgmma runs while group q+1 is fetched and decoded into the other
+  // operand registers. (Accumulators are only read after wait<0>: reading one
+  // while another wgmma is in flight makes ptxas serialize every wgmma.)
+  Cursor fc, wc;  // fetch and finish positions
+  fc.start(u_begin, p.chunks, p.groups);
+  wc = fc;
+  Operands o0, o1;
+  float d[4];
+  fetch(fc, o0);
+  auto step = [&](Operands& cur, Operands& nxt) {
+    issue(fc, cur, d);
+    fc.next<STAGES>(p.chunks, p.groups);
+    const bool more = fc.u < u_end;
+    if (more) fetch(fc, nxt);
+    ptx::wgmma_wait<0>();
+    ptx::fence_regs(d);
+    keep_alive(cur);
+    finish(wc, cur, d);
+    wc.next<STAGES>(p.chunks, p.groups);
+    return more;
+  };
+  while (step(o0, o1) && step(o1, o0)) {
   }
 }
 
@@ -358,12 +423,12 @@ __global__ void __launch_bounds__(gemv_wgmma::kRows)
   using namespace gemv_wgmma;
   const Schedule sched{p.units, p.ctas};
   const long long x = blockIdx.x;
-  const int c_first = sched.owner(x * p.groups), c_last = sched.owner((x + 1) * p.groups - 1);
+  const int c_first = sched.owner(x * p.chunks), c_last = sched.owner((x + 1) * p.chunks - 1);
   if (c_first == c_last) return;  // stored by its only CTA
   ptx::griddep_wait();
   float sum = 0.f;
   for (int c = c_first; c <= c_last; ++c) {
-    const int slot = sched.begin(c) / p.groups == x ? 0 : 1;
+    const int slot = sched.begin(c) / p.chunks == x ? 0 : 1;
     sum += p.partial[((long long)c * 2 + slot) * kRows + threadIdx.x];
   }
   const int l = int(x / p.tiles_m), row = int(x % p.tiles_m) * kRows + threadIdx.x;

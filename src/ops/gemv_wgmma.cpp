@@ -26,14 +26,15 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
   float* partial;
   long long units;
   int m, k, l, b_rows;
-  int tiles_m, groups, ctas;
+  int tiles_m, groups, chunks, ctas;
   float alpha;
 };
 
-constexpr int kRows = 128, kGroup = 128, kThreads = 288;
-constexpr int kStageBytes = 8192 + 1024 + 1024 + 128;
+// The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
+constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
-int smem_bytes(int stages, int64_t k) {  // gemv_wgmma::smem_bytes
+int smem_bytes(int stages, int64_t k) {
   return int(128 + stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16);
 }
 
@@ -45,9 +46,9 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev) {
   if (!(dev.cc_major == 9 && dev.cc_minor == 0))
     return "config: the wgmma GEMV needs sm_90, this GPU is " + dev.arch();
-  if (cfg.stages != 4 && cfg.stages != 6 && cfg.stages != 8 && cfg.stages != 12 && cfg.stages != 16)
-    return "config: stages must be 4, 6, 8, 12 or 16, got " + std::to_string(cfg.stages);
-  if (!check_aligned(p.a.values, 16, "a.values").ok())
+  if (cfg.stages < 2 || cfg.stages > 5)
+    return "config: stages must be 2..5, got " + std::to_string(cfg.stages);
+  if (!check_aligned(p.a.values, 16, "a.values").ok() || shape3(p.a.values).row_stride % 16 != 0)
     return "a.values: the wgmma GEMV loads rows by TMA: base, row and batch strides must be "
            "multiples of 16 bytes";
   if (p.a.layout == ScaleLayout::kBlocked) {
@@ -79,7 +80,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   spec.dims[2] = uint64_t(pr.batches);
   spec.strides_bytes[0] = uint64_t(av.row_stride);
   spec.strides_bytes[1] = uint64_t(pr.batches > 1 ? av.batch_stride : av.row_stride * pr.m);
-  spec.box[0] = kGroup / 2;
+  spec.box[0] = kChunk / 2;
   spec.box[1] = kRows;
   spec.box[2] = 1;
   CUtensorMap map_a;
@@ -105,7 +106,8 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   p.b_rows = int(b.rows());
   p.tiles_m = int((pr.m + kRows - 1) / kRows);
   p.groups = int((pr.k + kGroup - 1) / kGroup);
-  p.units = (long long)p.tiles_m * pr.batches * p.groups;
+  p.chunks = int((pr.k + kChunk - 1) / kChunk);
+  p.units = (long long)p.tiles_m * pr.batches * p.chunks;
   p.alpha = a.global_scale * b.global_scale * 4096.0f;  // 2^12: two decodes of 2^-6
 
   rt::Kernel kernel, fixup;
@@ -123,7 +125,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
 
   // Tiles cut between CTAs leave partial sums for the fixup kernel.
   bool cut = false;
-  for (int i = 1; i < p.ctas && !cut; ++i) cut = split_begin(p.units, p.ctas, i) % p.groups != 0;
+  for (int i = 1; i < p.ctas && !cut; ++i) cut = split_begin(p.units, p.ctas, i) % p.chunks != 0;
   rt::StreamScratch partial;
   if (cut) {
     KESTREL_RETURN_IF_ERROR(partial.allocate(size_t(p.ctas) * 2 * kRows * sizeof(float), stream));
