@@ -177,7 +177,7 @@ TEST(GemvArgs, BadArgumentsNameTheRule) {
     st = gemv_nvfp4(a, b, c, nullptr, &cfg);
     EXPECT_NE(st.message().find("config"), std::string::npos) << st.message();
     cfg = GemvConfig{};
-    cfg.stages = 5;
+    cfg.stages = 7;
     st = gemv_nvfp4(a, b, c, nullptr, &cfg);
     EXPECT_NE(st.message().find("stages"), std::string::npos) << st.message();
     // K = 32 with linear scales: the wgmma kernel's scale copies need K % 64.
