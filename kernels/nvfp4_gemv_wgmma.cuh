@@ -175,8 +175,10 @@ __device__ __forceinline__ void keep_alive(const Operands& o) {
 
 }  // namespace gemv_wgmma
 
-template <typename OUT, int STAGES, bool A_BLOCKED, bool B_BLOCKED>
-__global__ void __launch_bounds__(gemv_wgmma::kThreads, 1)
+// CTAS_PER_SM: 2 caps registers (84 used) so that two CTAs of 2 stages share
+// an SM: twice the warps to hide the consumers' latencies.
+template <typename OUT, int STAGES, int CTAS_PER_SM, bool A_BLOCKED, bool B_BLOCKED>
+__global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     nvfp4_gemv_wgmma_kernel(const __grid_constant__ TmaMap tmap_a,
                             const __grid_constant__ GemvWgmmaParams p) {
   using namespace gemv_wgmma;

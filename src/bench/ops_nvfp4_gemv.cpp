@@ -39,6 +39,7 @@ Status read_shape(const Params& p, GemvShape* s) {
 bool read_config(const Params& p, GemvConfig* cfg) {
   if (p.integer("stages") != 0) {
     cfg->stages = int(p.integer("stages"));
+    if (p.integer("ctas_per_sm") != 0) cfg->ctas_per_sm = int(p.integer("ctas_per_sm"));
     return true;
   }
   if (p.integer("rt") == 0 && p.integer("warps") == 0 && p.integer("cluster") == 0 &&
@@ -150,7 +151,8 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                         {"l", ParamKind::kInt, "1", "batches (L)", {}},
                     },
                     nvfp4_product_params("GEMV")),
-                {config_param("stages", "config: wgmma kernel, groups in the TMA ring (0 = heuristic)"),
+                {config_param("stages", "config: wgmma kernel, stages in the TMA ring (0 = heuristic)"),
+                 config_param("ctas_per_sm", "config: wgmma kernel, register budget for 1 or 2 CTAs per SM"),
                  config_param("rt", "config: register kernel, 16-row tiles per CTA (0 = heuristic)"),
                  config_param("warps", "config: warps per CTA (0 = heuristic)"),
                  config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
@@ -159,7 +161,8 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
              std::vector<std::map<std::string, std::string>> out;
              for (const GemvConfig& c : gemv_config_space())
                if (c.kernel == GemvKernel::kWgmma)
-                 out.push_back({{"stages", std::to_string(c.stages)}});
+                 out.push_back({{"stages", std::to_string(c.stages)},
+                                {"ctas_per_sm", std::to_string(c.ctas_per_sm)}});
                else
                  out.push_back({{"rt", std::to_string(c.row_tiles)},
                               {"warps", std::to_string(c.warps)},

@@ -18,18 +18,22 @@ constexpr int64_t kMaxK = 65536;
 }  // namespace
 
 std::string GemvConfig::describe() const {
-  if (kernel == GemvKernel::kWgmma) return "wgmma s" + std::to_string(stages);
+  if (kernel == GemvKernel::kWgmma)
+    return "wgmma s" + std::to_string(stages) + " x" + std::to_string(ctas_per_sm);
   return "rt" + std::to_string(row_tiles) + " w" + std::to_string(warps) + " c" +
          std::to_string(cluster) + " d" + std::to_string(depth);
 }
 
 std::vector<GemvConfig> gemv_config_space() {
   std::vector<GemvConfig> out;
-  for (int s : {2, 3, 4, 5}) {
-    GemvConfig c;
-    c.stages = s;
-    out.push_back(c);
-  }
+  for (int s : {2, 3, 4, 5})
+    for (int x : {1, 2}) {
+      if (x == 2 && s != 2) continue;  // two CTAs of more stages do not fit an SM
+      GemvConfig c;
+      c.stages = s;
+      c.ctas_per_sm = x;
+      out.push_back(c);
+    }
   for (int rt : {1, 2, 4, 8})
     for (int w : {4, 8, 16})
       for (int cl : {1, 2, 4, 8})

@@ -48,6 +48,8 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
     return "config: the wgmma GEMV needs sm_90, this GPU is " + dev.arch();
   if (cfg.stages < 2 || cfg.stages > 5)
     return "config: stages must be 2..5, got " + std::to_string(cfg.stages);
+  if (cfg.ctas_per_sm != 1 && cfg.ctas_per_sm != 2)
+    return "config: ctas_per_sm must be 1 or 2, got " + std::to_string(cfg.ctas_per_sm);
   if (!check_aligned(p.a.values, 16, "a.values").ok() || shape3(p.a.values).row_stride % 16 != 0)
     return "a.values: the wgmma GEMV loads rows by TMA: base, row and batch strides must be "
            "multiples of 16 bytes";
@@ -112,7 +114,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
 
   rt::Kernel kernel, fixup;
   KESTREL_RETURN_IF_ERROR(
-      rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg.stages, a_blk, b_blk), &kernel));
+      rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg, a_blk, b_blk), &kernel));
   rt::LaunchShape shape;
   shape.block = dim3(kThreads);
   shape.smem_bytes = size_t(smem_bytes(cfg.stages, pr.k));

@@ -63,7 +63,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
     for (bool a_blk : {false, true})
       for (bool b_blk : {false, true}) {
         specs.push_back(gemv_kernel_spec(out, reg, a_blk, b_blk, true, true));
-        specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}.stages, a_blk, b_blk));
+        specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
     specs.push_back(gemv_fixup_kernel_spec(out));
   }
@@ -93,7 +93,7 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
   std::vector<rt::KernelSpec> specs;
   for (const GemvConfig& c : gemv_config_space())
     specs.push_back(c.kernel == GemvKernel::kWgmma
-                        ? gemv_wgmma_kernel_spec(DType::kF16, c.stages, false, false)
+                        ? gemv_wgmma_kernel_spec(DType::kF16, c, false, false)
                         : gemv_kernel_spec(DType::kF16, c, false, false, true, true));
   // Stages only size the ring: the deepest of each tile width covers the code.
   for (const GemmConfig& c : gemm_config_space()) {
