@@ -63,6 +63,7 @@ constexpr int kSABytes = kRows * 8 * kChunkGroups;  // 8 scale codes per row and
 constexpr int kSBBytes = 8 * 4 * kChunkGroups;      // fp32 B scales
 constexpr int kStageBytes = kABytes + kBBytes + kSABytes + kSBBytes;
 constexpr int kConsumerThreads = 256;
+constexpr int kMaxCtas = 1024;  // grid limit (the fixup's per-tile contributor table)
 constexpr int kThreads = kConsumerThreads + 32;
 
 // Shared memory: barriers, the stage ring, then the current batch's B row
@@ -123,33 +124,39 @@ __device__ __forceinline__ int sa_offset(int r, int t, int j) {
   }
 }
 
-// Where a warp is in its CTA's sequence of groups.
+// Where a warp is in its CTA's sequence of groups. Advanced incrementally:
+// 64-bit divisions per chunk cost the producer more than a chunk's TMA.
 struct Cursor {
-  long long u;       // unit (row tile x, chunk c)
-  long long x;       // row tile over all batches
+  long long u;       // unit: (batch l, row tile mt, chunk c)
+  int l, mt;         // batch and row tile
   int c, j, groups;  // chunk in the tile, group in the chunk, groups in this chunk
   int stage, phase;  // ring slot of the chunk and its barrier parity
 
-  __device__ void start(long long u0, int chunks, int tile_groups) {
+  __device__ void start(long long u0, int chunks, int tile_groups, int tiles_m) {
     u = u0;
-    x = u0 / chunks;
+    const long long x = u0 / chunks;
+    l = int(x / tiles_m);
+    mt = int(x % tiles_m);
     c = int(u0 % chunks);
     j = 0;
     groups = min(kChunkGroups, tile_groups - kChunkGroups * c);
     stage = phase = 0;
   }
   template <int STAGES>
-  __device__ void next(int chunks, int tile_groups) {
+  __device__ void next(int chunks, int tile_groups, int tiles_m) {
     if (++j < groups) return;
-    next_chunk<STAGES>(chunks, tile_groups);
+    next_chunk<STAGES>(chunks, tile_groups, tiles_m);
   }
   template <int STAGES>
-  __device__ void next_chunk(int chunks, int tile_groups) {
+  __device__ void next_chunk(int chunks, int tile_groups, int tiles_m) {
     j = 0;
     ++u;
     if (++c == chunks) {
       c = 0;
-      ++x;
+      if (++mt == tiles_m) {
+        mt = 0;
+        ++l;
+      }
     }
     groups = min(kChunkGroups, tile_groups - kChunkGroups * c);
     if (++stage == STAGES) {
@@ -217,11 +224,11 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     ptx::prefetch_tma_map(&tmap_a);
     int staged_l = -1;
     Cursor cur;
-    cur.start(u_begin, p.chunks, p.groups);
-    for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups)) {
+    cur.start(u_begin, p.chunks, p.groups, p.tiles_m);
+    for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
       uint8_t* st = ring + cur.stage * kStageBytes;
       if (cur.u - u_begin >= STAGES) ptx::mbar_wait(&empty[cur.stage], cur.phase ^ 1);
-      const int l = int(cur.x / p.tiles_m), mt = int(cur.x % p.tiles_m);
+      const int l = cur.l, mt = cur.mt;
 
       // A by TMA (rows past M and K past the row end are zero-filled); its
       // scales by bulk copy (blocked) or 4-byte cp.async (linear).
@@ -377,9 +384,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
     if (t == 0) {
       if (seg_chunk == 0 && cu.c == p.chunks - 1) {  // the whole tile: store
-        const int l = int(cu.x / p.tiles_m), mt = int(cu.x % p.tiles_m);
-        OUT* out = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
-        const int row0 = mt * kRows + r0, row1 = mt * kRows + r1;
+        OUT* out = reinterpret_cast<OUT*>(p.c) + cu.l * p.c_batch;
+        const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
         if (row0 < p.m) out[(long long)row0 * p.c_row] = OUT(acc0 * p.alpha);
         if (row1 < p.m) out[(long long)row1 * p.c_row] = OUT(acc1 * p.alpha);
       } else {
@@ -397,42 +403,50 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   // operand registers. (Accumulators are only read after wait<0>: reading one
   // while another wgmma is in flight makes ptxas serialize every wgmma.)
   Cursor fc, wc;  // fetch and finish positions
-  fc.start(u_begin, p.chunks, p.groups);
+  fc.start(u_begin, p.chunks, p.groups, p.tiles_m);
   wc = fc;
   Operands o0, o1;
   float d[4];
   fetch(fc, o0);
   auto step = [&](Operands& cur, Operands& nxt) {
     issue(fc, cur, d);
-    fc.next<STAGES>(p.chunks, p.groups);
+    fc.next<STAGES>(p.chunks, p.groups, p.tiles_m);
     const bool more = fc.u < u_end;
     if (more) fetch(fc, nxt);
     ptx::wgmma_wait<0>();
     ptx::fence_regs(d);
     keep_alive(cur);
     finish(wc, cur, d);
-    wc.next<STAGES>(p.chunks, p.groups);
+    wc.next<STAGES>(p.chunks, p.groups, p.tiles_m);
     return more;
   };
   while (step(o0, o1) && step(o1, o0)) {
   }
 }
 
-// Sums the partial row sums of tiles cut between CTAs, in CTA order.
+// Sums the partial row sums of tiles cut between CTAs, in CTA order. The
+// 64-bit schedule arithmetic is done once per contributor, in parallel.
 template <typename OUT>
 __global__ void __launch_bounds__(gemv_wgmma::kRows)
     nvfp4_gemv_fixup(const __grid_constant__ GemvWgmmaParams p) {
   using namespace gemv_wgmma;
+  __shared__ int first, count;
+  __shared__ uint8_t slot[kMaxCtas];
   const Schedule sched{p.units, p.ctas};
   const long long x = blockIdx.x;
-  const int c_first = sched.owner(x * p.chunks), c_last = sched.owner((x + 1) * p.chunks - 1);
-  if (c_first == c_last) return;  // stored by its only CTA
+  if (threadIdx.x == 0) {
+    first = sched.owner(x * p.chunks);
+    count = sched.owner((x + 1) * p.chunks - 1) - first + 1;
+  }
+  __syncthreads();
+  if (count == 1) return;  // stored by its only CTA
+  for (int i = threadIdx.x; i < count; i += kRows)
+    slot[i] = sched.begin(first + i) / p.chunks == x ? 0 : 1;
+  __syncthreads();
   ptx::griddep_wait();
   float sum = 0.f;
-  for (int c = c_first; c <= c_last; ++c) {
-    const int slot = sched.begin(c) / p.chunks == x ? 0 : 1;
-    sum += p.partial[((long long)c * 2 + slot) * kRows + threadIdx.x];
-  }
+  for (int i = 0; i < count; ++i)
+    sum += p.partial[((long long)(first + i) * 2 + slot[i]) * kRows + threadIdx.x];
   const int l = int(x / p.tiles_m), row = int(x % p.tiles_m) * kRows + threadIdx.x;
   if (row < p.m)
     reinterpret_cast<OUT*>(p.c)[l * p.c_batch + (long long)row * p.c_row] = OUT(sum * p.alpha);

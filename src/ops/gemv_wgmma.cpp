@@ -31,7 +31,7 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288, kMaxCtas = 1024;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages, int64_t k) {
@@ -122,7 +122,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
-  p.ctas = int(std::min<long long>(p.units, resident));
+  p.ctas = int(std::min<long long>({p.units, resident, kMaxCtas}));
   shape.grid = dim3(unsigned(p.ctas));
 
   // Tiles cut between CTAs leave partial sums for the fixup kernel.
