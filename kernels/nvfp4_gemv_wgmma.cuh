@@ -20,8 +20,9 @@
 //   writes only the 128 live bytes of each 1 KB B tile.
 // - Work split: stream-K. The L x ceil(M/128) row tiles times K/512 chunks
 //   are cut into one equal, contiguous range per CTA; a tile finished by one CTA is
-//   stored directly, a cut tile's partial row sums go to `partial` and
-//   nvfp4_gemv_fixup adds them in CTA order (deterministic, no atomics).
+//   stored directly, a cut tile's partial row sums go to `partial`, and the
+//   last of its CTAs to arrive (an atomic counter per tile half) adds them in
+//   CTA order: deterministic, no second kernel.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -45,6 +46,7 @@ struct GemvWgmmaParams {
   void* c;  // [L][M] fp16 / bf16
   long long c_batch, c_row;
   float* partial;    // [ctas][2][128]: a CTA's first and last cut segments
+  int* arrivals;     // [ctas][2]: zero between calls (the last arrival resets it)
   long long units;   // row tiles x chunks
   int m, k, l, b_rows;
   int tiles_m, groups, chunks, ctas;  // groups of 128 and chunks of 512 values per row
@@ -63,7 +65,6 @@ constexpr int kSABytes = kRows * 8 * kChunkGroups;  // 8 scale codes per row and
 constexpr int kSBBytes = 8 * 4 * kChunkGroups;      // fp32 B scales
 constexpr int kStageBytes = kABytes + kBBytes + kSABytes + kSBBytes;
 constexpr int kConsumerThreads = 256;
-constexpr int kMaxCtas = 1024;  // grid limit (the fixup's per-tile contributor table)
 constexpr int kThreads = kConsumerThreads + 32;
 
 // Shared memory: barriers, the stage ring, then the current batch's B row
@@ -189,6 +190,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     nvfp4_gemv_wgmma_kernel(const __grid_constant__ TmaMap tmap_a,
                             const __grid_constant__ GemvWgmmaParams p) {
   using namespace gemv_wgmma;
+  static_assert(STAGES <= 6, "barriers and the arrival flags share the first 128 bytes");
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + STAGES;
@@ -215,51 +217,56 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   }
   ptx::fence_proxy_async_smem();
   __syncthreads();
-  // The fixup kernel may launch now; it waits for this grid to finish.
-  ptx::griddep_launch_dependents();
   if (u_begin >= u_end) return;
 
   if (warp == kConsumerThreads / 32) {
     // ================= Load: the producer warp =================
+    // TMA loads run up to STAGES chunks ahead of the B tiles, so that the first
+    // loads of the CTA are in flight while the batch's B row is staged.
     ptx::prefetch_tma_map(&tmap_a);
     int staged_l = -1;
-    Cursor cur;
-    cur.start(u_begin, p.chunks, p.groups, p.tiles_m);
+    Cursor ld, cur;  // next chunk to load; next chunk to complete
+    ld.start(u_begin, p.chunks, p.groups, p.tiles_m);
+    cur = ld;
     for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
-      uint8_t* st = ring + cur.stage * kStageBytes;
-      if (cur.u - u_begin >= STAGES) ptx::mbar_wait(&empty[cur.stage], cur.phase ^ 1);
-      const int l = cur.l, mt = cur.mt;
-
-      // A by TMA (rows past M and K past the row end are zero-filled); its
-      // scales by bulk copy (blocked) or 4-byte cp.async (linear).
-      if (lane == 0) {
-        uint32_t bytes = kABytes;
-        const int kt0 = 8 * cur.c, k_tiles = (kblocks + 3) / 4;
-        const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
-        if constexpr (A_BLOCKED) bytes += sa_bulk;
-        ptx::mbar_expect_tx(&full[cur.stage], bytes);
-        ptx::tma_load_3d(st, &tmap_a, &full[cur.stage], cur.c * (kABytes / kRows), mt * kRows, l);
-        if constexpr (A_BLOCKED)
-          ptx::bulk_load(st + kABytes + kBBytes,
-                         p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.m,
-                                                      kblocks),
-                         sa_bulk, &full[cur.stage]);
-      }
-      if constexpr (!A_BLOCKED) {
-        const uint8_t* sfa = p.sfa + l * p.sfa_batch;
-#pragma unroll
-        for (int i = 0; i < kRows / 32; ++i) {
-          const int r = lane + 32 * i, row = mt * kRows + r;
-#pragma unroll
-          for (int w = 0; w < 8; ++w) {
-            const int kb = 32 * cur.c + 4 * w;
-            if (row < p.m && kb < kblocks)
-              ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
-                              sfa + (long long)row * p.sfa_row + kb);
-          }
+      for (; ld.u < u_end && ld.u - cur.u < STAGES;
+           ld.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
+        uint8_t* st = ring + ld.stage * kStageBytes;
+        if (ld.u - u_begin >= STAGES) ptx::mbar_wait(&empty[ld.stage], ld.phase ^ 1);
+        const int l = ld.l, mt = ld.mt;
+        // A by TMA (rows past M and K past the row end are zero-filled); its
+        // scales by bulk copy (blocked) or 4-byte cp.async (linear).
+        if (lane == 0) {
+          uint32_t bytes = kABytes;
+          const int kt0 = 8 * ld.c, k_tiles = (kblocks + 3) / 4;
+          const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
+          if constexpr (A_BLOCKED) bytes += sa_bulk;
+          ptx::mbar_expect_tx(&full[ld.stage], bytes);
+          ptx::tma_load_3d(st, &tmap_a, &full[ld.stage], ld.c * (kABytes / kRows), mt * kRows, l);
+          if constexpr (A_BLOCKED)
+            ptx::bulk_load(st + kABytes + kBBytes,
+                           p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.m,
+                                                        kblocks),
+                           sa_bulk, &full[ld.stage]);
         }
-        ptx::cp_async_arrive_noinc(&full[cur.stage]);
+        if constexpr (!A_BLOCKED) {
+          const uint8_t* sfa = p.sfa + l * p.sfa_batch;
+#pragma unroll
+          for (int i = 0; i < kRows / 32; ++i) {
+            const int r = lane + 32 * i, row = mt * kRows + r;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) {
+              const int kb = 32 * ld.c + 4 * w;
+              if (row < p.m && kb < kblocks)
+                ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
+                                sfa + (long long)row * p.sfa_row + kb);
+            }
+          }
+          ptx::cp_async_arrive_noinc(&full[ld.stage]);
+        }
       }
+      uint8_t* st = ring + cur.stage * kStageBytes;
+      const int l = cur.l;
 
       if (l != staged_l) {
         // This batch's B row (values and scale codes), read by this warp only.
@@ -360,6 +367,54 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   int seg_chunk = int(u_begin % p.chunks);
   bool first_segment = true;
   float acc0 = 0.f, acc1 = 0.f;
+  // A cut tile: leave this warpgroup's 64 partial row sums; the last CTA of
+  // the tile to arrive adds every CTA's partials in CTA order and stores.
+  int* last_arrival = reinterpret_cast<int*>(smem + 112);  // [2], behind the barriers
+  const int wg = warp / 4;
+  auto wg_barrier = [&] {
+    if (wg == 0) {
+      ptx::named_barrier<1, 128>();
+    } else {
+      ptx::named_barrier<2, 128>();
+    }
+  };
+  auto finish_cut_tile = [&](const Cursor& cu, float acc0, float acc1, bool first_segment) {
+    const int slot = first_segment ? 0 : 1;
+    if (t == 0) {
+      float* part = p.partial + ((long long)blockIdx.x * 2 + slot) * kRows;
+      part[r0] = acc0;
+      part[r1] = acc1;
+      __threadfence();
+    }
+    const long long tile_u0 = cu.u - cu.c;  // the tile's first unit
+    const int c_first = sched.owner(tile_u0);
+    wg_barrier();
+    if (threadIdx.x % 128 == 0) {
+      const int count = sched.owner(tile_u0 + p.chunks - 1) - c_first + 1;
+      int* arrivals = p.arrivals + 2 * c_first + wg;
+      const bool last = atomicAdd(arrivals, 1) == count - 1;
+      if (last) *arrivals = 0;  // ready for the next call
+      last_arrival[wg] = last ? count : 0;
+      __threadfence();
+    }
+    wg_barrier();
+    const int count = last_arrival[wg];
+    if (count == 0 || t != 0) return;
+    // Only c_first can have started in an earlier tile (then this tile is its
+    // last segment, slot 1); every later contributor starts inside the tile.
+    const int first_slot = sched.begin(c_first) < tile_u0 ? 1 : 0;
+    float s0 = 0.f, s1 = 0.f;
+    for (int i = 0; i < count; ++i) {
+      const float* part = p.partial + ((long long)(c_first + i) * 2 + (i == 0 ? first_slot : 0)) * kRows;
+      s0 += __ldcg(part + r0);
+      s1 += __ldcg(part + r1);
+    }
+    OUT* out = reinterpret_cast<OUT*>(p.c) + cu.l * p.c_batch;
+    const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
+    if (row0 < p.m) out[(long long)row0 * p.c_row] = OUT(s0 * p.alpha);
+    if (row1 < p.m) out[(long long)row1 * p.c_row] = OUT(s1 * p.alpha);
+  };
+
   // Applies the scales of a finished group; at a chunk's end frees its stage,
   // at a segment's end stores the rows or leaves a partial.
   auto finish = [&](const Cursor& cu, const Operands& o, const float (&d)[4]) {
@@ -382,17 +437,13 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
     acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
-    if (t == 0) {
-      if (seg_chunk == 0 && cu.c == p.chunks - 1) {  // the whole tile: store
-        OUT* out = reinterpret_cast<OUT*>(p.c) + cu.l * p.c_batch;
-        const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
-        if (row0 < p.m) out[(long long)row0 * p.c_row] = OUT(acc0 * p.alpha);
-        if (row1 < p.m) out[(long long)row1 * p.c_row] = OUT(acc1 * p.alpha);
-      } else {
-        float* part = p.partial + ((long long)blockIdx.x * 2 + (first_segment ? 0 : 1)) * kRows;
-        part[r0] = acc0;
-        part[r1] = acc1;
-      }
+    OUT* out = reinterpret_cast<OUT*>(p.c) + cu.l * p.c_batch;
+    const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
+    if (seg_chunk == 0 && cu.c == p.chunks - 1) {  // the whole tile: store
+      if (t == 0 && row0 < p.m) out[(long long)row0 * p.c_row] = OUT(acc0 * p.alpha);
+      if (t == 0 && row1 < p.m) out[(long long)row1 * p.c_row] = OUT(acc1 * p.alpha);
+    } else {
+      finish_cut_tile(cu, acc0, acc1, first_segment);
     }
     acc0 = acc1 = 0.f;
     first_segment = false;
@@ -422,34 +473,6 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   };
   while (step(o0, o1) && step(o1, o0)) {
   }
-}
-
-// Sums the partial row sums of tiles cut between CTAs, in CTA order. The
-// 64-bit schedule arithmetic is done once per contributor, in parallel.
-template <typename OUT>
-__global__ void __launch_bounds__(gemv_wgmma::kRows)
-    nvfp4_gemv_fixup(const __grid_constant__ GemvWgmmaParams p) {
-  using namespace gemv_wgmma;
-  __shared__ int first, count;
-  __shared__ uint8_t slot[kMaxCtas];
-  const Schedule sched{p.units, p.ctas};
-  const long long x = blockIdx.x;
-  if (threadIdx.x == 0) {
-    first = sched.owner(x * p.chunks);
-    count = sched.owner((x + 1) * p.chunks - 1) - first + 1;
-  }
-  __syncthreads();
-  if (count == 1) return;  // stored by its only CTA
-  for (int i = threadIdx.x; i < count; i += kRows)
-    slot[i] = sched.begin(first + i) / p.chunks == x ? 0 : 1;
-  __syncthreads();
-  ptx::griddep_wait();
-  float sum = 0.f;
-  for (int i = 0; i < count; ++i)
-    sum += p.partial[((long long)(first + i) * 2 + slot[i]) * kRows + threadIdx.x];
-  const int l = int(x / p.tiles_m), row = int(x % p.tiles_m) * kRows + threadIdx.x;
-  if (row < p.m)
-    reinterpret_cast<OUT*>(p.c)[l * p.c_batch + (long long)row * p.c_row] = OUT(sum * p.alpha);
 }
 
 }  // namespace kestrel

@@ -1,5 +1,5 @@
 // Host side of the wgmma GEMV (kernels/nvfp4_gemv_wgmma.cuh): the rules its
-// TMA loads need, the stream-K split over the SMs, and the fixup launch for
+// TMA loads need, the stream-K split over the SMs, and the workspace for
 // tiles cut between CTAs.
 #include <algorithm>
 #include <string>
@@ -24,6 +24,7 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
   void* c;
   long long c_batch, c_row;
   float* partial;
+  int* arrivals;
   long long units;
   int m, k, l, b_rows;
   int tiles_m, groups, chunks, ctas;
@@ -31,14 +32,12 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288, kMaxCtas = 1024;
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages, int64_t k) {
   return int(128 + stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16);
 }
-
-long long split_begin(long long units, int ctas, int c) { return units * c / ctas; }
 
 }  // namespace
 
@@ -112,7 +111,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   p.units = (long long)p.tiles_m * pr.batches * p.chunks;
   p.alpha = a.global_scale * b.global_scale * 4096.0f;  // 2^12: two decodes of 2^-6
 
-  rt::Kernel kernel, fixup;
+  rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg, a_blk, b_blk), &kernel));
   rt::LaunchShape shape;
@@ -122,25 +121,17 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
-  p.ctas = int(std::min<long long>({p.units, resident, kMaxCtas}));
+  p.ctas = int(std::min<long long>(p.units, resident));
   shape.grid = dim3(unsigned(p.ctas));
 
-  // Tiles cut between CTAs leave partial sums for the fixup kernel.
-  bool cut = false;
-  for (int i = 1; i < p.ctas && !cut; ++i) cut = split_begin(p.units, p.ctas, i) % p.chunks != 0;
-  rt::StreamScratch partial;
-  if (cut) {
-    KESTREL_RETURN_IF_ERROR(partial.allocate(size_t(p.ctas) * 2 * kRows * sizeof(float), stream));
-    p.partial = static_cast<float*>(partial.get());
-  }
-  KESTREL_RETURN_IF_ERROR(kernel(shape, stream, map_a, p));
-  if (!cut) return Status::Ok();
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(gemv_fixup_kernel_spec(c.dtype), &fixup));
-  rt::LaunchShape fix;
-  fix.grid = dim3(unsigned(p.tiles_m * pr.batches));
-  fix.block = dim3(kRows);
-  fix.programmatic = true;
-  return fixup(fix, stream, p);
+  // Tiles cut between CTAs leave partial sums, added by their last CTA.
+  void* ws = nullptr;
+  const size_t partial_bytes = size_t(p.ctas) * 2 * kRows * sizeof(float);
+  KESTREL_RETURN_IF_ERROR(
+      rt::stream_workspace(stream, partial_bytes + size_t(p.ctas) * 2 * sizeof(int), &ws));
+  p.partial = static_cast<float*>(ws);
+  p.arrivals = reinterpret_cast<int*>(static_cast<char*>(ws) + partial_bytes);
+  return kernel(shape, stream, map_a, p);
 }
 
 }  // namespace kestrel::ops

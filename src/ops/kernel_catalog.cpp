@@ -65,7 +65,6 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         specs.push_back(gemv_kernel_spec(out, reg, a_blk, b_blk, true, true));
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
-    specs.push_back(gemv_fixup_kernel_spec(out));
   }
   GemvConfig unaligned = reg;
   unaligned.row_tiles = 1;

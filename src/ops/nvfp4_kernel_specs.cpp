@@ -30,11 +30,6 @@ rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_b
           {}};
 }
 
-rt::KernelSpec gemv_fixup_kernel_spec(DType out) {
-  return {"nvfp4_gemv_wgmma.cuh", std::string("kestrel::nvfp4_gemv_fixup<") + half_type(out) + ">",
-          {}};
-}
-
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual) {
   return {"nvfp4_gemm.cuh",
           std::string("kestrel::nvfp4_gemm_kernel<") + half_type(out) + ", " +

@@ -11,7 +11,6 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
                                 bool vec16, bool scale_pair);
 rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked,
                                       bool b_blocked);
-rt::KernelSpec gemv_fixup_kernel_spec(DType out);
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual);
 
 }  // namespace kestrel::ops

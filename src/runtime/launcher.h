@@ -13,10 +13,6 @@ struct LaunchShape {
   dim3 block{1, 1, 1};
   dim3 cluster{1, 1, 1};
   size_t smem_bytes = 0;
-  // Programmatic dependent launch: may start while the previous kernel on the
-  // stream runs; the kernel must wait for it (griddepcontrol.wait) before
-  // reading its results.
-  bool programmatic = false;
 };
 
 // A loaded kernel for the current device's architecture (compiled on first use,

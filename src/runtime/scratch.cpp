@@ -1,8 +1,11 @@
 #include "runtime/scratch.h"
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "runtime/cuda_check.h"
 
@@ -38,6 +41,35 @@ Status StreamScratch::allocate(size_t bytes, cudaStream_t stream) {
   ptr_ = nullptr;
   stream_ = stream;
   KESTREL_CUDA_RETURN(cudaMallocAsync(&ptr_, bytes, stream));
+  return Status::Ok();
+}
+
+Status stream_workspace(cudaStream_t stream, size_t bytes, void** out) {
+  struct Buffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, Buffer> buffers;
+  int dev = 0;
+  KESTREL_CUDA_RETURN(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  Buffer& b = buffers[{dev, stream}];
+  if (b.bytes < bytes) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    KESTREL_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      return Status::Unsupported("stream workspace: needs " + std::to_string(bytes) +
+                                 " bytes during graph capture; make one call on this stream "
+                                 "before capturing");
+    KESTREL_RETURN_IF_ERROR(retain_pool_memory());
+    if (b.ptr) KESTREL_CUDA_RETURN(cudaFreeAsync(b.ptr, stream));
+    b = Buffer{};
+    KESTREL_CUDA_RETURN(cudaMallocAsync(&b.ptr, bytes, stream));
+    KESTREL_CUDA_RETURN(cudaMemsetAsync(b.ptr, 0, bytes, stream));
+    b.bytes = bytes;
+  }
+  *out = b.ptr;
   return Status::Ok();
 }
 

@@ -26,4 +26,10 @@ class StreamScratch {
   cudaStream_t stream_ = nullptr;
 };
 
+// A zero-initialised buffer of (device, stream) that persists across calls,
+// for kernels that leave it as they found it (counters reset by their last
+// user). Grows on demand, stream-ordered; it cannot grow while the stream is
+// being captured into a graph (a first call outside the capture sizes it).
+Status stream_workspace(cudaStream_t stream, size_t bytes, void** out);
+
 }  // namespace kestrel::rt
