@@ -221,50 +221,53 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
 
   if (warp == kConsumerThreads / 32) {
     // ================= Load: the producer warp =================
-    // TMA loads run up to STAGES chunks ahead of the B tiles, so that the first
-    // loads of the CTA are in flight while the batch's B row is staged.
+    // TMA loads run STAGES chunks ahead of the B tiles, so that the CTA's first
+    // loads are in flight while the batch's B row is staged. (A load that
+    // waits for a free stage must come after the next chunk's B: consumers
+    // release a chunk only once they have fetched the next one.)
     ptx::prefetch_tma_map(&tmap_a);
     int staged_l = -1;
     Cursor ld, cur;  // next chunk to load; next chunk to complete
     ld.start(u_begin, p.chunks, p.groups, p.tiles_m);
     cur = ld;
-    for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
-      for (; ld.u < u_end && ld.u - cur.u < STAGES;
-           ld.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
-        uint8_t* st = ring + ld.stage * kStageBytes;
-        if (ld.u - u_begin >= STAGES) ptx::mbar_wait(&empty[ld.stage], ld.phase ^ 1);
-        const int l = ld.l, mt = ld.mt;
-        // A by TMA (rows past M and K past the row end are zero-filled); its
-        // scales by bulk copy (blocked) or 4-byte cp.async (linear).
-        if (lane == 0) {
-          uint32_t bytes = kABytes;
-          const int kt0 = 8 * ld.c, k_tiles = (kblocks + 3) / 4;
-          const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
-          if constexpr (A_BLOCKED) bytes += sa_bulk;
-          ptx::mbar_expect_tx(&full[ld.stage], bytes);
-          ptx::tma_load_3d(st, &tmap_a, &full[ld.stage], ld.c * (kABytes / kRows), mt * kRows, l);
-          if constexpr (A_BLOCKED)
-            ptx::bulk_load(st + kABytes + kBBytes,
-                           p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.m,
-                                                        kblocks),
-                           sa_bulk, &full[ld.stage]);
-        }
-        if constexpr (!A_BLOCKED) {
-          const uint8_t* sfa = p.sfa + l * p.sfa_batch;
-#pragma unroll
-          for (int i = 0; i < kRows / 32; ++i) {
-            const int r = lane + 32 * i, row = mt * kRows + r;
-#pragma unroll
-            for (int w = 0; w < 8; ++w) {
-              const int kb = 32 * ld.c + 4 * w;
-              if (row < p.m && kb < kblocks)
-                ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
-                                sfa + (long long)row * p.sfa_row + kb);
-            }
-          }
-          ptx::cp_async_arrive_noinc(&full[ld.stage]);
-        }
+    auto load = [&] {
+      uint8_t* st = ring + ld.stage * kStageBytes;
+      if (ld.u - u_begin >= STAGES) ptx::mbar_wait(&empty[ld.stage], ld.phase ^ 1);
+      const int l = ld.l, mt = ld.mt;
+      // A by TMA (rows past M and K past the row end are zero-filled); its
+      // scales by bulk copy (blocked) or 4-byte cp.async (linear).
+      if (lane == 0) {
+        uint32_t bytes = kABytes;
+        const int kt0 = 8 * ld.c, k_tiles = (kblocks + 3) / 4;
+        const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
+        if constexpr (A_BLOCKED) bytes += sa_bulk;
+        ptx::mbar_expect_tx(&full[ld.stage], bytes);
+        ptx::tma_load_3d(st, &tmap_a, &full[ld.stage], ld.c * (kABytes / kRows), mt * kRows, l);
+        if constexpr (A_BLOCKED)
+          ptx::bulk_load(st + kABytes + kBBytes,
+                         p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.m,
+                                                      kblocks),
+                         sa_bulk, &full[ld.stage]);
       }
+      if constexpr (!A_BLOCKED) {
+        const uint8_t* sfa = p.sfa + l * p.sfa_batch;
+#pragma unroll
+        for (int i = 0; i < kRows / 32; ++i) {
+          const int r = lane + 32 * i, row = mt * kRows + r;
+#pragma unroll
+          for (int w = 0; w < 8; ++w) {
+            const int kb = 32 * ld.c + 4 * w;
+            if (row < p.m && kb < kblocks)
+              ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
+                              sfa + (long long)row * p.sfa_row + kb);
+          }
+        }
+        ptx::cp_async_arrive_noinc(&full[ld.stage]);
+      }
+      ld.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m);
+    };
+    while (ld.u < u_end && ld.u - u_begin < STAGES) load();
+    for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
       uint8_t* st = ring + cur.stage * kStageBytes;
       const int l = cur.l;
 
@@ -316,6 +319,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       ptx::fence_proxy_async_smem();
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(&full[cur.stage]);
+      while (ld.u < u_end && ld.u - cur.u < STAGES) load();
     }
     return;
   }
