@@ -45,8 +45,8 @@ struct GemvWgmmaParams {
   long long sfb_batch;
   void* c;  // [L][M] fp16 / bf16
   long long c_batch, c_row;
-  float* partial;    // [ctas][2][128]: a CTA's first and last cut segments
   int* arrivals;     // [ctas][2]: zero between calls (the last arrival resets it)
+  float* partial;    // [ctas][2][128]: a CTA's first and last cut segments
   long long units;   // row tiles x chunks
   int m, k, l, b_rows;
   int tiles_m, groups, chunks, ctas;  // groups of 128 and chunks of 512 values per row
@@ -221,16 +221,13 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
 
   if (warp == kConsumerThreads / 32) {
     // ================= Load: the producer warp =================
-    // TMA loads run STAGES chunks ahead of the B tiles, so that the CTA's first
-    // loads are in flight while the batch's B row is staged. (A load that
-    // waits for a free stage must come after the next chunk's B: consumers
-    // release a chunk only once they have fetched the next one.)
+    // Per chunk: wait for its stage, load A and its scales, build its B. (Loads
+    // run no further ahead: consumers release a chunk only once they have
+    // fetched the next one, so a load that waits for a stage must come after
+    // the previous chunk's B.)
     ptx::prefetch_tma_map(&tmap_a);
     int staged_l = -1;
-    Cursor ld, cur;  // next chunk to load; next chunk to complete
-    ld.start(u_begin, p.chunks, p.groups, p.tiles_m);
-    cur = ld;
-    auto load = [&] {
+    auto load = [&](const Cursor& ld) {
       uint8_t* st = ring + ld.stage * kStageBytes;
       if (ld.u - u_begin >= STAGES) ptx::mbar_wait(&empty[ld.stage], ld.phase ^ 1);
       const int l = ld.l, mt = ld.mt;
@@ -264,10 +261,11 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         }
         ptx::cp_async_arrive_noinc(&full[ld.stage]);
       }
-      ld.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m);
     };
-    while (ld.u < u_end && ld.u - u_begin < STAGES) load();
-    for (; cur.u < u_end; cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
+    Cursor cur;
+    for (cur.start(u_begin, p.chunks, p.groups, p.tiles_m); cur.u < u_end;
+         cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
+      load(cur);
       uint8_t* st = ring + cur.stage * kStageBytes;
       const int l = cur.l;
 
@@ -319,7 +317,6 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       ptx::fence_proxy_async_smem();
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(&full[cur.stage]);
-      while (ld.u < u_end && ld.u - cur.u < STAGES) load();
     }
     return;
   }

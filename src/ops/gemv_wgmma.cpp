@@ -23,8 +23,8 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
   long long sfb_batch;
   void* c;
   long long c_batch, c_row;
-  float* partial;
   int* arrivals;
+  float* partial;
   long long units;
   int m, k, l, b_rows;
   int tiles_m, groups, chunks, ctas;
@@ -32,7 +32,7 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288, kMaxCtas = 2048;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages, int64_t k) {
@@ -121,16 +121,18 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
-  p.ctas = int(std::min<long long>(p.units, resident));
+  p.ctas = int(std::min<long long>({p.units, resident, kMaxCtas}));
   shape.grid = dim3(unsigned(p.ctas));
 
-  // Tiles cut between CTAs leave partial sums, added by their last CTA.
+  // Tiles cut between CTAs leave partial sums, added by their last CTA. The
+  // arrival counters sit at a fixed place for every grid size (each call
+  // leaves them zero).
   void* ws = nullptr;
-  const size_t partial_bytes = size_t(p.ctas) * 2 * kRows * sizeof(float);
-  KESTREL_RETURN_IF_ERROR(
-      rt::stream_workspace(stream, partial_bytes + size_t(p.ctas) * 2 * sizeof(int), &ws));
-  p.partial = static_cast<float*>(ws);
-  p.arrivals = reinterpret_cast<int*>(static_cast<char*>(ws) + partial_bytes);
+  constexpr size_t kArrivalBytes = size_t(kMaxCtas) * 2 * sizeof(int);
+  KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
+      stream, kArrivalBytes + size_t(p.ctas) * 2 * kRows * sizeof(float), &ws));
+  p.arrivals = static_cast<int*>(ws);
+  p.partial = reinterpret_cast<float*>(static_cast<char*>(ws) + kArrivalBytes);
   return kernel(shape, stream, map_a, p);
 }
 
