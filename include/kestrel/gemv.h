@@ -34,8 +34,10 @@ struct GemvConfig {
 
 // Every configuration the kernel accepts, for `kestrel tune`.
 std::vector<GemvConfig> gemv_config_space();
-// The heuristic pick for a shape on a GPU with `sm_count` SMs, per kernel
-// (gemv_nvfp4 uses kWgmma where the operands allow it).
+// The heuristic picks for a shape: the kernel (gemv_nvfp4 falls back to
+// kRegister where the operands break kWgmma's rules), and a configuration of
+// a kernel on a GPU with `sm_count` SMs.
+GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches);
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,
                                GemvKernel kernel = GemvKernel::kWgmma);
 

@@ -50,6 +50,14 @@ std::vector<GemvConfig> gemv_config_space() {
   return out;
 }
 
+GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
+  // Measured on an H100 (BENCHMARKS.md): the wgmma kernel is ahead on long
+  // rows with many of them (M 7168 K 16384: 36.0 vs 38.0 us; M 4096 K 7168
+  // L 8: 60.6 vs 63.5 us) and behind on short rows or few rows (M 7168 K 2048
+  // L 4: 26.9 vs 23.4 us; M 1024 K 16384: 17.2 vs 14.0 us).
+  return k >= 4096 && m * batches >= 4096 ? GemvKernel::kWgmma : GemvKernel::kRegister;
+}
+
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,
                                GemvKernel kernel) {
   GemvConfig c;
@@ -101,7 +109,9 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
     return Status::Unsupported("gemv_nvfp4 needs sm_89+ (e4m3 conversion), this GPU is " +
                                dev->arch());
   const GemvProblem p{a, b, c, batches, m, k};
-  GemvConfig cfg = config ? *config : gemv_default_config(m, k, batches, dev->sm_count);
+  GemvConfig cfg = config ? *config
+                          : gemv_default_config(m, k, batches, dev->sm_count,
+                                                gemv_default_kernel(m, k, batches));
   if (cfg.kernel == GemvKernel::kWgmma) {
     const std::string rule = gemv_wgmma_unmet_rule(p, cfg, *dev);
     if (rule.empty()) return m == 0 ? Status::Ok() : launch_gemv_wgmma(p, cfg, stream);

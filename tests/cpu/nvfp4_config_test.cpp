@@ -41,6 +41,15 @@ TEST(Nvfp4Config, GemvHeuristicPicksAreInTheSpace) {
       }
 }
 
+// The kernel choice BENCHMARKS.md measured: wgmma on many long rows, the
+// register kernel on short or few rows.
+TEST(Nvfp4Config, GemvKernelChoiceFollowsTheMeasurements) {
+  EXPECT_EQ(gemv_default_kernel(7168, 16384, 1), GemvKernel::kWgmma);
+  EXPECT_EQ(gemv_default_kernel(4096, 7168, 8), GemvKernel::kWgmma);
+  EXPECT_EQ(gemv_default_kernel(7168, 2048, 4), GemvKernel::kRegister);
+  EXPECT_EQ(gemv_default_kernel(1024, 16384, 1), GemvKernel::kRegister);
+}
+
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
   for (int64_t m : {1, 8, 16, 77, 128, 256, 512, 1000, 4096, 8192})
     for (int64_t n : {128, 200, 3072, 4096, 7168, 8192})

@@ -67,9 +67,9 @@ std::vector<double> run_gemv(const GemvCase& c, const Inputs& in, const GemvConf
   return c.out == DType::kF16 ? testing::fp16_to_doubles(bits) : testing::bf16_to_doubles(bits);
 }
 
-void check_case(const GemvCase& c, const GemvConfig* cfg = nullptr) {
-  const Inputs in = make_inputs(c, 1000 + c.m * 31 + c.k * 7 + c.l);
-  const auto want = ref::gemv_nvfp4(in.a, in.b);
+// One configuration (nullptr: the heuristic) against a computed reference.
+void check_run(const GemvCase& c, const Inputs& in, const std::vector<double>& want,
+               const GemvConfig* cfg) {
   Status st;
   const auto got = run_gemv(c, in, cfg, &st);
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -84,11 +84,35 @@ void check_case(const GemvCase& c, const GemvConfig* cfg = nullptr) {
       << describe(c) << ": results differ between runs";
 }
 
+void check_case(const GemvCase& c, const GemvConfig* cfg = nullptr) {
+  const Inputs in = make_inputs(c, 1000 + c.m * 31 + c.k * 7 + c.l);
+  const auto want = ref::gemv_nvfp4(in.a, in.b);
+  check_run(c, in, want, cfg);
+}
+
+// Both kernels on every shape: the heuristic, then each kernel explicitly
+// where its rules accept the operands (the wgmma kernel's are checked first).
+void check_both_kernels(const GemvCase& c) {
+  const Inputs in = make_inputs(c, 1000 + c.m * 31 + c.k * 7 + c.l);
+  const auto want = ref::gemv_nvfp4(in.a, in.b);
+  check_run(c, in, want, nullptr);
+  GemvConfig wgmma;
+  Status st;
+  run_gemv(c, in, &wgmma, &st);
+  if (st.ok()) {
+    check_run(c, in, want, &wgmma);
+  } else {
+    EXPECT_NE(st.message().find("wgmma GEMV"), std::string::npos) << st.message();
+  }
+  const GemvConfig reg = gemv_default_config(c.m, c.k, c.l, 132, GemvKernel::kRegister);
+  check_run(c, in, want, &reg);
+}
+
 class GemvGpu : public ::testing::TestWithParam<GemvCase> {};
 
 TEST_P(GemvGpu, MatchesReference) {
   KESTREL_REQUIRE_GPU();
-  check_case(GetParam());
+  check_both_kernels(GetParam());
 }
 
 std::vector<GemvCase> shapes() {
