@@ -10,12 +10,12 @@
 //   dx = rstd * (g - x * a),   a = rstd^2 * sum_j(g_j x_j) / N,
 //   dweight = sum over rows of dy * xhat.
 // dy and x go to shared memory by cp.async (two inputs of a long row do not
-// fit in registers; this way every load is in flight at once and no registers
-// are held), and two passes over shared memory compute the Sum reduction and
-// dx. dweight must be deterministic: clusters are persistent, each walks a
-// fixed set of rows and accumulates its columns of dweight in fp32 registers,
-// then writes one partial row; column_sum_kernel adds the partial rows in a
-// fixed order.
+// fit in registers; this way every load is in flight at once), the first pass
+// (the Sum reduction's) moves them into registers, and the second computes dx
+// from there while the next row's loads are in flight. dweight must be
+// deterministic: clusters are persistent, each walks a fixed set of rows and
+// accumulates its columns of dweight in fp32 (in shared memory), then writes
+// one partial row; column_sum_kernel adds the partial rows in a fixed order.
 #pragma once
 #include "common/reduce.cuh"
 #include "common/row_io.cuh"
@@ -108,15 +108,18 @@ struct RmsNormBwdParams {
   int n;
 };
 
-// Dynamic shared memory: dy, then x, each [ROWS][VPT][TPR] x 16 bytes. The
-// dweight accumulators live in registers (shared memory would cost CTAs per
-// SM); at the end the staging area holds them, [ROWS][VPT][VEC/4][TPR] x
-// float4, for the fixed-order sum over the CTA's rows.
-// 512-thread CTAs (the longest rows) are held to 64 registers so that two fit
-// on an SM: one CTA's loads then overlap the other's reduction.
+// Dynamic shared memory: dy, then x, each [ROWS][VPT][TPR] x 16 bytes, then
+// (WEIGHT) the dweight accumulators, [ROWS][VPT][VEC/4][TPR] x float4.
+// Two rows in flight: the first pass copies the staged row into registers, so
+// its slots are free and the next row's cp.async go out at once; that row's
+// loads then overlap this row's reduction (with a cluster, the wait for the
+// slowest CTA) and second pass. Each thread stages, reads and accumulates
+// only its own slots, so none of this needs a barrier. The registers that
+// hold the row are the ones the dweight accumulators would need, hence those
+// live in shared memory.
 template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED,
           bool WEIGHT>
-__global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
+__global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_kernel(const __grid_constant__ RmsNormBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
   constexpr int VEC = 16 / sizeof(T), Q = VEC / 4, SLICE = THREADS * VPT;
@@ -126,30 +129,47 @@ __global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
   const RowSlice<T, G> s(cta_rank<CLUSTER>());
   const StagedRow<G> dys(smem, s.row_local, s.tr), xs(smem + SLICE, s.row_local, s.tr);
   const W* w = static_cast<const W*>(p.w);
-  float dw[WEIGHT ? VPT * VEC : 1] = {};  // this thread's columns, summed over its rows
+  // This thread's dweight columns summed over its rows: (vector i, quarter q)
+  // at dw[(i * Q + q) * TPR].
+  float4* const acc = reinterpret_cast<float4*>(smem + 2 * SLICE);
+  float4* const dw = acc + s.row_local * VPT * Q * TPR + s.tr;
+  if constexpr (WEIGHT)
+#pragma unroll
+    for (int j = 0; j < VPT * Q; ++j) dw[j * TPR] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
   const long long groups = (p.m + G::ROWS - 1) / G::ROWS;
   const long long stride = gridDim.x / CLUSTER;
-  for (long long grp = blockIdx.x / CLUSTER, k = 0; grp < groups; grp += stride, ++k) {
-    const long long row = grp * G::ROWS + s.row_local;
+  auto row_of = [&](long long grp) { return grp * G::ROWS + s.row_local; };
+  auto stage = [&](long long row) {
     const int n = row < p.m ? p.n : 0;
     stage_row<T, G, ALIGNED>(dys, static_cast<const T*>(p.dy) + row * p.dy_row, s, n);
     stage_row<T, G, ALIGNED>(xs, static_cast<const T*>(p.x) + row * p.x_row, s, n);
     ptx::cp_async_commit();
+  };
+  stage(row_of(blockIdx.x / CLUSTER));
+  for (long long grp = blockIdx.x / CLUSTER, k = 0; grp < groups; grp += stride, ++k) {
+    const long long row = row_of(grp);
+    const int n = row < p.m ? p.n : 0;
     const float rstd = n > 0 ? p.rstd[row] : 0.0f;
     ptx::cp_async_wait_all();
     if (k == 0) red.ready();
 
+    uint4 dyv[VPT], xv[VPT];
     float dot = 0.0f;  // sum_j g_j x_j
-#pragma unroll 1
+#pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float g[VEC], a[VEC], wv[VEC];
-      unpack<T>(dys.get(i), g);
-      unpack<T>(xs.get(i), a);
+      dyv[i] = dys.get(i);
+      xv[i] = xs.get(i);
+      unpack<T>(dyv[i], g);
+      unpack<T>(xv[i], a);
       if constexpr (WEIGHT) load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) dot = fmaf(WEIGHT ? g[e] * wv[e] : g[e], a[e], dot);
     }
+    if (grp + stride < groups) stage(row_of(grp + stride));
+    opaque(dyv);
+    opaque(xv);
     dot = red.reduce({{dot}}, int(k)).f[0];
     const float a_coef = rstd * rstd * dot / float(p.n);
 
@@ -157,12 +177,19 @@ __global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float g[VEC], a[VEC], wv[VEC];
-      unpack<T>(dys.get(i), g);
-      unpack<T>(xs.get(i), a);
+      unpack<T>(dyv[i], g);
+      unpack<T>(xv[i], a);
       if constexpr (WEIGHT) {
         load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) dw[i * VEC + e] += g[e] * (a[e] * rstd);
+        for (int q = 0; q < Q; ++q) {
+          float4 t = dw[(i * Q + q) * TPR];
+          t.x += g[4 * q] * (a[4 * q] * rstd);
+          t.y += g[4 * q + 1] * (a[4 * q + 1] * rstd);
+          t.z += g[4 * q + 2] * (a[4 * q + 2] * rstd);
+          t.w += g[4 * q + 3] * (a[4 * q + 3] * rstd);
+          dw[(i * Q + q) * TPR] = t;
+        }
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) g[e] = rstd * ((WEIGHT ? g[e] * wv[e] : g[e]) - a[e] * a_coef);
@@ -171,14 +198,7 @@ __global__ void __launch_bounds__(THREADS, THREADS == 512 ? 2 : 0)
   }
 
   if constexpr (WEIGHT) {
-    // This CTA's partial dweight: its rows' accumulators summed in row order,
-    // through the (now free) staging area.
-    float4* const acc = reinterpret_cast<float4*>(smem);
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < VPT * Q; ++j)
-      acc[(s.row_local * VPT * Q + j) * TPR + s.tr] =
-          make_float4(dw[4 * j], dw[4 * j + 1], dw[4 * j + 2], dw[4 * j + 3]);
+    // This CTA's partial dweight: its rows' accumulators summed in row order.
     __syncthreads();
     float* out = p.dw_partial + (long long)(blockIdx.x / CLUSTER) * p.dw_stride;
     for (int j = threadIdx.x; j < VPT * Q * TPR; j += THREADS) {

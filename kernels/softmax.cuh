@@ -8,8 +8,8 @@
 // load as -inf, which both reductions ignore without masks.
 // Backward: dx = y * (dy - sum_j dy_j y_j). Two inputs of a long row do not
 // fit in registers, so both go to shared memory by cp.async (every load of
-// the slice in flight at once, no registers held) and two passes over shared
-// memory compute the Sum reduction and dx.
+// the slice in flight at once, no registers held; the longest rows hold y in
+// registers instead) and two passes compute the Sum reduction and dx.
 #pragma once
 #include "common/reduce.cuh"
 #include "common/row_io.cuh"
@@ -83,12 +83,16 @@ struct SoftmaxBwdParams {
   int n;
 };
 
-// Dynamic shared memory: dy then y, each [ROWS][VPT][TPR] x 16 bytes.
-template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED>
+// Dynamic shared memory: dy, then (unless Y_REGS) y, each [ROWS][VPT][TPR] x
+// 16 bytes. Y_REGS holds y in registers instead: for the longest rows, where
+// staging both would leave room for one CTA per SM, whose loads could then
+// not overlap another's reduction (the host decides: softmax_bwd_y_in_registers).
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED, bool Y_REGS>
 __global__ void __launch_bounds__(THREADS)
     softmax_bwd_kernel(const __grid_constant__ SoftmaxBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
   constexpr int VEC = 16 / sizeof(T);
+  constexpr int UNROLL = Y_REGS ? VPT : 1;  // register arrays need constant indices
   extern __shared__ uint4 smem[];
   RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
   red.init();
@@ -97,29 +101,44 @@ __global__ void __launch_bounds__(THREADS)
   const int n = row < p.m ? p.n : 0;
 
   const StagedRow<G> dys(smem, s.row_local, s.tr), ys(smem + THREADS * VPT, s.row_local, s.tr);
+  const T* yrow = static_cast<const T*>(p.y) + row * p.y_row;
   stage_row<T, G, ALIGNED>(dys, static_cast<const T*>(p.dy) + row * p.dy_row, s, n);
-  stage_row<T, G, ALIGNED>(ys, static_cast<const T*>(p.y) + row * p.y_row, s, n);
-  ptx::cp_async_commit();
+  uint4 yv[Y_REGS ? VPT : 1];
+  if constexpr (Y_REGS) {
+    ptx::cp_async_commit();
+    load_row<T, G, ALIGNED>(yv, yrow, s, n);
+  } else {
+    stage_row<T, G, ALIGNED>(ys, yrow, s, n);
+    ptx::cp_async_commit();
+  }
   ptx::cp_async_wait_all();
   red.ready();
+  auto y = [&](int i) {
+    if constexpr (Y_REGS) {
+      return yv[i];
+    } else {
+      return ys.get(i);
+    }
+  };
 
   float dot = 0.0f;
-#pragma unroll 1
+#pragma unroll UNROLL
   for (int i = 0; i < VPT; ++i) {
     float g[VEC], a[VEC];
     unpack<T>(dys.get(i), g);
-    unpack<T>(ys.get(i), a);
+    unpack<T>(y(i), a);
 #pragma unroll
     for (int e = 0; e < VEC; ++e) dot = fmaf(g[e], a[e], dot);
   }
+  if constexpr (Y_REGS) opaque(yv);
   dot = red.reduce({{dot}}).f[0];
 
   T* dx = static_cast<T*>(p.dx) + row * p.dx_row;
-#pragma unroll 1
+#pragma unroll UNROLL
   for (int i = 0; i < VPT; ++i) {
     float g[VEC], a[VEC];
     unpack<T>(dys.get(i), g);
-    unpack<T>(ys.get(i), a);
+    unpack<T>(y(i), a);
 #pragma unroll
     for (int e = 0; e < VEC; ++e) g[e] = a[e] * (g[e] - dot);
     store_vec<T, ALIGNED>(dx, s.col(i), n, pack<T>(g));

@@ -70,6 +70,14 @@ __device__ __forceinline__ uint4 ld_shared_v4(const void* p) {
   return v;
 }
 
+// Volatile like ld_shared_v4, so that the compiler keeps the two in program
+// order (a slot re-staged after it was read).
+__device__ __forceinline__ void st_shared_v4(void* p, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(p))),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+}
+
 // Streaming 8-byte load (A rows that are only 8-byte aligned).
 __device__ __forceinline__ uint2 ld_stream_v2(const void* p) {
   uint2 v;
@@ -171,6 +179,14 @@ __device__ __forceinline__ void st_async(uint32_t addr, uint32_t v0, uint32_t v1
 // cached in L2 only.
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr), "l"(src) : "memory");
+}
+// The first `bytes` (0..16) of 16 from global, the rest zero-filled (a row's
+// partial last vector; the bytes past it are never read).
+__device__ __forceinline__ void cp_async_16_zfill(uint32_t smem_addr, const void* src,
+                                                  uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr), "l"(src),
+               "r"(bytes)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }

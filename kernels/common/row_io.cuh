@@ -203,22 +203,33 @@ struct StagedRow {
       : p(base + row_local * G::VPT * G::TPR + tr) {}
   // Volatile: a reload is cheaper than the registers a kept copy would hold.
   __device__ uint4 get(int i) const { return ptx::ld_shared_v4(p + i * G::TPR); }
+  __device__ void put(int i, uint4 v) const { ptx::st_shared_v4(p + i * G::TPR, v); }
 };
 
-// This thread's vectors of a row into shared memory: full vectors by cp.async
-// (no register staging, so all are in flight at once; complete with
-// cp_async_wait_all), the rest through registers, zero past n.
+// This thread's vectors of a row into shared memory, all by cp.async when the
+// row is 16-byte aligned (no register staging, so all are in flight at once;
+// complete with cp_async_wait_all): the partial last vector zero-filled,
+// vectors past n zeroed by a store. A misaligned row goes through
+// registers, element by element.
 template <typename T, class G, bool ALIGNED>
 __device__ __forceinline__ void stage_row(const StagedRow<G>& dst, const T* row,
                                           const RowSlice<T, G>& s, int n) {
-  constexpr int VEC = RowSlice<T, G>::VEC;
+  if (slice_full<T, G, ALIGNED>(s, n)) {
+#pragma unroll
+    for (int i = 0; i < G::VPT; ++i)
+      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), row + s.col(i));
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < G::VPT; ++i) {
     const int c = s.col(i);
-    if (ALIGNED && c + VEC <= n) {
-      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), row + c);
+    if (!ALIGNED) {
+      dst.put(i, load_vec<T, false>(row, c, n));
+    } else if (c < n) {
+      ptx::cp_async_16_zfill(ptx::smem_u32(dst.p + i * G::TPR), row + c,
+                             uint32_t(min(n - c, RowSlice<T, G>::VEC)) * uint32_t(sizeof(T)));
     } else {
-      dst.p[i * G::TPR] = load_vec<T, false>(row, c, n);
+      dst.put(i, make_uint4(0u, 0u, 0u, 0u));
     }
   }
 }

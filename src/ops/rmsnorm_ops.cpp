@@ -104,7 +104,7 @@ rt::KernelSpec bwd_spec(const ops::RowPlan& plan, DType t, const DType* w) {
 Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, bool aligned,
                 const RowwiseConfig* config, BwdLaunch* out) {
   KESTREL_RETURN_IF_ERROR(
-      ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, aligned, &out->plan));
+      ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, aligned, &out->plan, w != nullptr));
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(bwd_spec(out->plan, t, w), &out->kernel));
   const int64_t groups = out->plan.row_groups(m);
   out->clusters = groups;

@@ -4,8 +4,9 @@
 // row (32 KiB: ~32 data registers per thread in the forward kernels, 64 KiB of
 // shared memory for the two staged inputs of softmax_bwd). That leaves room
 // for several CTAs per SM, so that one CTA's loads overlap another's
-// reduction. rmsnorm_bwd (fp32 dweight accumulators in registers, persistent
-// CTAs) has its own rule, below.
+// reduction. rmsnorm_bwd (persistent CTAs, each with a row in registers, the
+// next one staged and fp32 dweight accumulators in shared memory) has its own
+// rule, below.
 // - Short rows: one CTA holds 256 / threads_per_row rows, with the fewest
 //   threads per row that keep the vectors per thread at the target (a warp or
 //   less per row needs no shared memory for the reduction).
@@ -31,15 +32,14 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 
 // rmsnorm_bwd, measured on H100 (bf16 and fp32, 4K..262K): few, large CTAs
-// win. Up to 4 vectors per thread in CTAs of 256 threads for short rows; then
-// one CTA of 1024 threads with 2 vectors each; then CTAs of 512 threads (held
-// to 64 registers, two per SM) with 4 vectors each over a cluster of 2..16;
-// past that, 16 CTAs of 1024 threads.
-RowwiseConfig rmsnorm_bwd_config(int64_t vectors) {
+// win. Up to 4 vectors per thread in CTAs of 256 threads for short rows; past
+// that, one CTA of 1024 threads per SM, with the most vectors per thread whose
+// staged row and fp32 dweight accumulators fit in shared memory (fp32: 4,
+// 16-bit types: 2), long rows split over a cluster of 2..16 such CTAs.
+RowwiseConfig rmsnorm_bwd_config(int64_t vectors, DType t) {
   if (vectors <= 256 * 4) return {256, pow2_at_least(ceil_div(vectors, 4)), 1};
-  if (vectors <= 1024 * 2) return {1024, 1024, 1};
-  const int cluster = pow2_at_least(ceil_div(vectors, 512 * 4));
-  return cluster <= 16 ? RowwiseConfig{512, 512, cluster} : RowwiseConfig{1024, 1024, 16};
+  const int vpt = dtype_size(t) == 4 ? 4 : 2;
+  return {1024, 1024, int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 1024 * vpt))))};
 }
 
 }  // namespace
@@ -79,9 +79,18 @@ size_t static_smem_bound(const RowwiseConfig& c) {
   return size_t(c.cluster) * size_t(c.threads) + 64;
 }
 
-size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt) {
+bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt) {
+  return 2 * 2 * size_t(c.threads) * size_t(vpt) * 16 > kMaxSmemOptin;
+}
+
+size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t, bool dweight) {
   const bool staged = op == RowwiseOp::kSoftmaxBwd || op == RowwiseOp::kRmsNormBwd;
-  return staged ? 2 * size_t(c.threads) * size_t(vpt) * 16 : 0;
+  const size_t vectors = size_t(c.threads) * size_t(vpt);
+  const size_t accumulators =
+      op == RowwiseOp::kRmsNormBwd && dweight ? vectors * size_t(elements_per_vector(t)) * 4 : 0;
+  if (!staged) return 0;
+  const size_t inputs = op == RowwiseOp::kSoftmaxBwd && softmax_bwd_y_in_registers(c, vpt) ? 1 : 2;
+  return inputs * vectors * 16 + accumulators;
 }
 
 std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,
@@ -98,7 +107,7 @@ std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n
     return "rows of " + std::to_string(n) + " elements need " + std::to_string(vpt) +
            " vectors per thread, at most " + std::to_string(kMaxVectorsPerThread) +
            " are allowed: use more threads per row or a larger cluster";
-  const size_t smem = rowwise_smem_bytes(op, c, vpt) + static_smem_bound(c);
+  const size_t smem = rowwise_smem_bytes(op, c, vpt, t, true) + static_smem_bound(c);
   if (smem > max_smem)
     return "needs " + std::to_string(smem) + " bytes of shared memory, the GPU allows " +
            std::to_string(max_smem);
@@ -128,7 +137,7 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   constexpr int kTarget = 8;
   RowwiseConfig c;
   if (op == RowwiseOp::kRmsNormBwd) {
-    c = rmsnorm_bwd_config(vectors);
+    c = rmsnorm_bwd_config(vectors, dtype);
   } else if (vectors <= 256 * kTarget) {
     c.threads = 256;
     c.threads_per_row = pow2_at_least(ceil_div(vectors, kTarget));

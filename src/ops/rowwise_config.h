@@ -14,10 +14,15 @@ constexpr int kMaxVectorsPerThread = 16;  // 64 registers of one row per thread
 inline int elements_per_vector(DType t) { return 16 / dtype_size(t); }
 // 16-byte vectors each thread holds for rows of n elements.
 int vectors_per_thread(const RowwiseConfig& c, int64_t n, DType t);
-// Dynamic shared memory of one CTA: the two inputs of a backward pass, staged
-// by cp.async (rmsnorm_bwd reuses them for its dweight partial at the end).
-size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt);
-// Empty when `c` can run `op` on rows of n elements, else the broken rule.
+// Whether softmax_bwd holds y in registers and stages only dy: when staging
+// both would leave room for a single CTA per SM.
+bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt);
+// Dynamic shared memory of one CTA: the inputs of a backward pass staged by
+// cp.async (both, but for softmax_bwd's y in registers), and rmsnorm_bwd's
+// fp32 dweight accumulators when it has a weight (`dweight`).
+size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t, bool dweight);
+// Empty when `c` can run `op` on rows of n elements, else the broken rule
+// (rmsnorm_bwd: with dweight, so that a configuration runs either way).
 std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,
                                  size_t max_smem);
 

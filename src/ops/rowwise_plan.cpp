@@ -88,8 +88,10 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
       return {
           "softmax.cuh", "kestrel::softmax_fwd_kernel<" + args + plan.template_args() + ">", {}};
     case RowwiseOp::kSoftmaxBwd:
-      return {
-          "softmax.cuh", "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ">", {}};
+      return {"softmax.cuh",
+              "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ", " +
+                  tf(softmax_bwd_y_in_registers(plan.cfg, plan.vpt)) + ">",
+              {}};
     case RowwiseOp::kCrossEntropyFwd:
       return {
           "cross_entropy.cuh", "kestrel::xent_fwd_kernel<" + args + plan.template_args() + ">", {}};
@@ -101,7 +103,7 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
 }
 
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 bool aligned, RowPlan* out) {
+                 bool aligned, RowPlan* out, bool dweight) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (dev->cc_major < 9)
@@ -118,7 +120,7 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
                                    std::to_string(ctas) + " CTAs, over the grid limit 2^31-1");
   out->vpt = vectors_per_thread(out->cfg, n, dtype);
   out->aligned = aligned;
-  out->smem_bytes = rowwise_smem_bytes(op, out->cfg, out->vpt);
+  out->smem_bytes = rowwise_smem_bytes(op, out->cfg, out->vpt, dtype, dweight);
   return Status::Ok();
 }
 

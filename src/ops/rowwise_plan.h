@@ -56,8 +56,9 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                                    const RmsNormVariant& v = {});
 
 // Checks the configuration (the caller's, or the heuristic's when `user` is
-// null) against n, dtype and the device, and fills the plan.
+// null) against n, dtype and the device, and fills the plan (`dweight`:
+// rmsnorm_bwd with a weight).
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 bool aligned, RowPlan* out);
+                 bool aligned, RowPlan* out, bool dweight = false);
 
 }  // namespace kestrel::ops

@@ -146,9 +146,7 @@ TEST_P(RowwiseGpu, RmsNormForwardResidual) {
   EXPECT_PASS(compare_as(c.t, y.read(), want.y, c.n), "y");
 }
 
-TEST_P(RowwiseGpu, RmsNormBackward) {
-  KESTREL_REQUIRE_GPU();
-  const Case c = GetParam();
+void check_rmsnorm_bwd(const Case& c) {
   const Rows x = random_rows(c, 5), dy = random_rows(c, 6), w = random_weight(c, 7);
   const auto rstd =
       testing::round_f32(ref::rmsnorm_fwd(x.values.data(), w.values.data(), c.m, c.n, 1e-6).rstd);
@@ -165,6 +163,11 @@ TEST_P(RowwiseGpu, RmsNormBackward) {
   EXPECT_PASS(compare_dx(c.t, dx.read(), want.dx, dy, w, rstd), "dx");
   EXPECT_PASS(testing::compare_fp32(testing::read_f32(dweight), want.dweight, 1e-5, c.n),
               "dweight");
+}
+
+TEST_P(RowwiseGpu, RmsNormBackward) {
+  KESTREL_REQUIRE_GPU();
+  check_rmsnorm_bwd(GetParam());
 }
 
 TEST_P(RowwiseGpu, SoftmaxForward) {
@@ -262,6 +265,10 @@ std::vector<Case> small_cases() {
     if (t != DType::kF16) {
       out.push_back({t, 10, 3000, 0, RowwiseConfig{256, 64, 2}});
       out.push_back({t, 3, 2048, 0, RowwiseConfig{128, 128, 16}});
+    }
+    if (t == DType::kF32) {  // softmax_bwd holds y in registers at this size
+      out.push_back({t, 3, 16384, 0, RowwiseConfig{1024, 1024, 1}});
+      out.push_back({t, 3, 16383, 1, RowwiseConfig{1024, 1024, 1}});
     }
   }
   return out;
@@ -375,6 +382,19 @@ TEST(RowwiseSmallVariants, RmsNormWithoutWeightAndBf16Dweight) {
   EXPECT_PASS(
       testing::compare_bf16(testing::bf16_to_doubles(dweight.download<uint16_t>()), want_w.dweight),
       "dweight bf16");
+}
+
+// More row groups than clusters fit on the GPU (one CTA per SM), so each
+// cluster walks several rows, loading the next while it finishes the current
+// one; with two rows per CTA the last group is partial, and 32760 leaves the
+// last vector of a thread past the row end.
+TEST(RowwiseSmallVariants, RmsNormBackwardWalksSeveralRowsPerCluster) {
+  KESTREL_REQUIRE_GPU();
+  for (const Case& c : {Case{DType::kF32, 301, 16384, 0, RowwiseConfig{512, 256, 2}},
+                        Case{DType::kBF16, 300, 32760, 0, RowwiseConfig{1024, 1024, 2}}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " " + c.config->describe());
+    check_rmsnorm_bwd(c);
+  }
 }
 
 // ---- Extreme inputs ----
