@@ -211,7 +211,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], A_BLOCKED ? 1 : 33);  // linear: + 32 cp.async arrivals
-      ptx::mbar_init(&empty[s], kConsumerThreads / 32);
+      // Every consumer thread arrives: its own reads of the stage are then
+      // ordered before the producer's rewrite (racecheck follows this).
+      ptx::mbar_init(&empty[s], kConsumerThreads);
     }
     ptx::fence_barrier_init();
   }
@@ -431,8 +433,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     acc1 = fmaf(d[2], sa1.x * o.sb.x, acc1);
     acc1 = fmaf(d[3], sa1.y * o.sb.y, acc1);
     if (cu.j != cu.groups - 1) return;
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(&empty[cu.stage]);
+    ptx::mbar_arrive(&empty[cu.stage]);
     if (cu.c != p.chunks - 1 && cu.u + 1 != u_end) return;
     acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
