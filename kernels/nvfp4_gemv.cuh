@@ -25,6 +25,8 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
+#include "common/nvfp4_gemv_operands.cuh"
+#include "common/nvfp4_scale_layout.cuh"
 #include "common/ptx.cuh"
 
 namespace kestrel {
@@ -32,16 +34,7 @@ namespace kestrel {
 struct GemvParams {
   const uint8_t* a;  // [L][M][K/2]
   long long a_batch, a_row;
-  const uint8_t* sfa;  // linear: [L][M][K/16] with strides; blocked: flat
-  long long sfa_batch, sfa_row;
-  const uint8_t* b;  // row 0 of [L][rows_b][K/2]
-  long long b_batch;
-  const uint8_t* sfb;  // linear: row 0 of [L][rows_b][K/16]; blocked: flat
-  long long sfb_batch;
-  void* c;  // [L][M] fp16 / bf16
-  long long c_batch, c_row;
-  int m, k, l, b_rows;
-  float alpha;  // global scales times 2^28 (the decode's two 2^-14 factors)
+  GemvOperands o;  // alpha: global scales times 2^28 (the decode's two 2^-14 factors)
 };
 
 namespace gemv {
@@ -49,18 +42,6 @@ namespace gemv {
 constexpr int kGroup = 128;        // K values per lane-quad step: 4 lanes x 32 values
 constexpr int kGroupBytes = 64;    // packed bytes of one row per group
 constexpr int kGroupSmem = 256;    // decoded B bytes per group (128 fp16)
-
-template <bool BLOCKED>
-__device__ __forceinline__ long long scale_off(long long batch_base, long long row_stride, int l,
-                                               int row, int kblock, int rows, int kblocks) {
-  if constexpr (BLOCKED) {
-    const long long rest_k = (kblocks + 3) / 4, rest_mn = (rows + 127) / 128;
-    return (long long)l * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kblock / 4) * 512 +
-           (row % 32) * 16 + ((row % 128) / 32) * 4 + kblock % 4;
-  } else {
-    return l * batch_base + row * row_stride + kblock;
-  }
-}
 
 __device__ __forceinline__ uint32_t splat_e4m3_as_half2(uint32_t code) {
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code | (code << 8)),
@@ -142,11 +123,11 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
   const int g = lane / 4, t = lane % 4;
   const int rt = warp % RT, ks = warp / RT;
 
-  const int kblocks = p.k / 16;
-  const int groups = (p.k + kGroup - 1) / kGroup;
+  const int kblocks = p.o.k / 16;
+  const int groups = (p.o.k + kGroup - 1) / kGroup;
   const int g_begin = int((long long)groups * crank / CLUSTER);
   const int g_end = int((long long)groups * (crank + 1) / CLUSTER);
-  const int row_bytes = p.k / 2;
+  const int row_bytes = p.o.k / 2;
 
   // ---- Stage B: decode this CTA's K range once, in lane slot order ----
   // smem group block layout: [t][half][j] of f16x2 (j = mma index 0..7).
@@ -164,15 +145,15 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
 
   // Persistent: the CTAs of a cluster walk the (batch, row tile) work items
   // together; B is staged again only when the batch changes.
-  const int tiles = (p.m + ROWS - 1) / ROWS;
-  const int work_items = tiles * p.l;
+  const int tiles = (p.o.m + ROWS - 1) / ROWS;
+  const int work_items = tiles * p.o.l;
   int staged_l = -1;
   for (int w = blockIdx.x / CLUSTER; w < work_items; w += gridDim.x / CLUSTER) {
   const int l = w / tiles, tile = w % tiles;
   if (l != staged_l) {
     __syncthreads();  // every warp is done with the previous batch's B
     staged_l = l;
-    const uint8_t* brow = p.b + l * p.b_batch;
+    const uint8_t* brow = p.o.b + l * p.o.b_batch;
     for (int i = threadIdx.x; i < (g_end - g_begin) * 4; i += WARPS * 32) {
       const int gi = g_begin + i / 4, ct = i % 4;
       uint32_t* dst = bsm + (i / 4) * (kGroupSmem / 4) + ct * 16;
@@ -184,7 +165,7 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
         if (byte_off < row_bytes) {
           decode_fp4x8(ptx::ld_nc_u32(brow + byte_off), h);
           const uint32_t s = splat_e4m3_as_half2(ptx::ld_nc_u8(
-              p.sfb + scale_off<B_BLOCKED>(p.sfb_batch, 0, l, 0, kb, p.b_rows, kblocks)));
+              p.o.sfb + scale_offset<B_BLOCKED>(p.o.sfb_batch, 0, l, 0, kb, p.o.b_rows, kblocks)));
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[q]),
@@ -203,13 +184,13 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
   // ---- Main loop: stream A, mma against staged B ----
   // Rows past M read row M-1 (never stored): the steady state needs no predicates.
   const int row0 = tile * 16 * RT + rt * 16 + g, row1 = row0 + 8;
-  const int rr0 = min(row0, p.m - 1), rr1 = min(row1, p.m - 1);
+  const int rr0 = min(row0, p.o.m - 1), rr1 = min(row1, p.o.m - 1);
   const uint8_t* a0 = p.a + l * p.a_batch + (long long)rr0 * p.a_row + t * 16;
   const uint8_t* a1 = p.a + l * p.a_batch + (long long)rr1 * p.a_row + t * 16;
   // Scale pair of blocks (2t, 2t+1) of group gi sits at s + gi * kScaleStep.
   constexpr int kScaleStep = A_BLOCKED ? 1024 : 8;
-  const uint8_t* s0 = p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr0, 2 * t, p.m, kblocks);
-  const uint8_t* s1 = p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l, rr1, 2 * t, p.m, kblocks);
+  const uint8_t* s0 = p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l, rr0, 2 * t, p.o.m, kblocks);
+  const uint8_t* s1 = p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l, rr1, 2 * t, p.o.m, kblocks);
 
   // B fragment registers: lanes g == 2t load half 0 into b0, lanes g == 2t+1
   // half 1 into b1; every other register stays zero for the whole kernel (its
@@ -232,8 +213,8 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
     st.row1 = load_chunk<VEC16>(a1 - t * 16, off, row_bytes, true);
     const int kb = gi * 8 + 2 * t;
     auto sc = [&](int row, int b) -> uint32_t {
-      return b < kblocks ? uint32_t(__ldg(p.sfa + scale_off<A_BLOCKED>(p.sfa_batch, p.sfa_row, l,
-                                                                        row, b, p.m, kblocks)))
+      return b < kblocks ? uint32_t(__ldg(p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l,
+                                                                        row, b, p.o.m, kblocks)))
                          : 0u;
     };
     st.sc0 = sc(rr0, kb) | (sc(rr0, kb + 1) << 8);
@@ -280,7 +261,7 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
 
   // Full groups: a register pipeline DEPTH groups deep (loads for group
   // i + DEPTH * KS are in flight while group i is decoded and multiplied).
-  const int g_full = min(g_end, p.k / kGroup);
+  const int g_full = min(g_end, p.o.k / kGroup);
   const int first = g_begin + ks;
   Stage st[DEPTH];
 #pragma unroll
@@ -331,9 +312,9 @@ __global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_ker
     }
   }
   const int row = tile * ROWS + threadIdx.x;
-  if (crank == 0 && threadIdx.x < ROWS && row < p.m) {
-    OUT* out = reinterpret_cast<OUT*>(p.c) + l * p.c_batch + (long long)row * p.c_row;
-    *out = OUT(total * p.alpha);
+  if (crank == 0 && threadIdx.x < ROWS && row < p.o.m) {
+    OUT* out = reinterpret_cast<OUT*>(p.o.c) + l * p.o.c_batch + (long long)row * p.o.c_row;
+    *out = OUT(total * p.o.alpha);
   }
   // The reduction buffers are rewritten by the next work item.
   if constexpr (CLUSTER > 1) {

@@ -30,6 +30,7 @@
 
 #include "common/fp4_decode.cuh"
 #include "common/nvfp4_codec.cuh"
+#include "common/nvfp4_gemv_operands.cuh"
 #include "common/nvfp4_scale_layout.cuh"
 #include "common/ptx.cuh"
 #include "common/tma_pipeline.cuh"
@@ -37,20 +38,11 @@
 namespace kestrel {
 
 struct GemvWgmmaParams {
-  const uint8_t* sfa;  // linear: [L][M][K/16] with strides; blocked: flat
-  long long sfa_batch, sfa_row;
-  const uint8_t* b;  // row 0 of [L][rows_b][K/2]
-  long long b_batch;
-  const uint8_t* sfb;  // linear: row 0 of [L][rows_b][K/16]; blocked: flat
-  long long sfb_batch;
-  void* c;  // [L][M] fp16 / bf16
-  long long c_batch, c_row;
+  GemvOperands o;    // alpha: global scales times 2^12 (the decode's two 2^-6 factors)
   int* arrivals;     // [ctas][2]: zero between calls (the last arrival resets it)
   float* partial;    // [ctas][2][128]: a CTA's first and last cut segments
   long long units;   // row tiles x chunks
-  int m, k, l, b_rows;
   int tiles_m, groups, chunks, ctas;  // groups of 128 and chunks of 512 values per row
-  float alpha;  // global scales times 2^12 (the decode's two 2^-6 factors)
 };
 
 namespace gemv_wgmma {
@@ -196,10 +188,10 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   uint64_t* empty = full + STAGES;
   uint8_t* ring = smem + 128;
   uint8_t* b_raw = ring + STAGES * kStageBytes;
-  uint8_t* sfb_raw = b_raw + (p.k / 2 + 15) / 16 * 16;
+  uint8_t* sfb_raw = b_raw + (p.o.k / 2 + 15) / 16 * 16;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int kblocks = p.k / 16;
+  const int kblocks = p.o.k / 16;
   const Schedule sched{p.units, p.ctas};
   const long long u_begin = sched.begin(blockIdx.x), u_end = sched.begin(blockIdx.x + 1);
 
@@ -244,21 +236,21 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         ptx::tma_load_3d(st, &tmap_a, &full[ld.stage], ld.c * (kABytes / kRows), mt * kRows, l);
         if constexpr (A_BLOCKED)
           ptx::bulk_load(st + kABytes + kBBytes,
-                         p.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.m,
+                         p.o.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.o.m,
                                                       kblocks),
                          sa_bulk, &full[ld.stage]);
       }
       if constexpr (!A_BLOCKED) {
-        const uint8_t* sfa = p.sfa + l * p.sfa_batch;
+        const uint8_t* sfa = p.o.sfa + l * p.o.sfa_batch;
 #pragma unroll
         for (int i = 0; i < kRows / 32; ++i) {
           const int r = lane + 32 * i, row = mt * kRows + r;
 #pragma unroll
           for (int w = 0; w < 8; ++w) {
             const int kb = 32 * ld.c + 4 * w;
-            if (row < p.m && kb < kblocks)
+            if (row < p.o.m && kb < kblocks)
               ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
-                              sfa + (long long)row * p.sfa_row + kb);
+                              sfa + (long long)row * p.o.sfa_row + kb);
           }
         }
         ptx::cp_async_arrive_noinc(&full[ld.stage]);
@@ -274,18 +266,18 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       if (l != staged_l) {
         // This batch's B row (values and scale codes), read by this warp only.
         staged_l = l;
-        const uint8_t* brow = p.b + l * p.b_batch;
-        if (reinterpret_cast<uintptr_t>(brow) % 16 == 0 && p.k % 32 == 0) {
-          for (int i = lane; i < p.k / 32; i += 32)
+        const uint8_t* brow = p.o.b + l * p.o.b_batch;
+        if (reinterpret_cast<uintptr_t>(brow) % 16 == 0 && p.o.k % 32 == 0) {
+          for (int i = lane; i < p.o.k / 32; i += 32)
             ptx::cp_async_16(ptx::smem_u32(b_raw + 16 * i), brow + 16 * i);
         } else {
-          for (int i = lane; i < p.k / 8; i += 32) ptx::cp_async_4(b_raw + 4 * i, brow + 4 * i);
+          for (int i = lane; i < p.o.k / 8; i += 32) ptx::cp_async_4(b_raw + 4 * i, brow + 4 * i);
         }
-        const uint8_t* srow = p.sfb + l * p.sfb_batch;
+        const uint8_t* srow = p.o.sfb + l * p.o.sfb_batch;
         if (B_BLOCKED) {
           for (int kt = lane; kt < (kblocks + 3) / 4; kt += 32)
             ptx::cp_async_4(sfb_raw + 4 * kt,
-                            p.sfb + blocked_scale_offset(l, 0, 4LL * kt, p.b_rows, kblocks));
+                            p.o.sfb + blocked_scale_offset(l, 0, 4LL * kt, p.o.b_rows, kblocks));
         } else if (reinterpret_cast<uintptr_t>(srow) % 4 == 0 && kblocks % 4 == 0) {
           for (int kt = lane; kt < kblocks / 4; kt += 32)
             ptx::cp_async_4(sfb_raw + 4 * kt, srow + 4 * kt);
@@ -304,7 +296,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       for (int q = lane; q < 64; q += 32) {
         const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, h = blk % 2;
         const int word = cur.c * 64 + q;
-        const uint32_t w = word < p.k / 8 ? *reinterpret_cast<const uint32_t*>(b_raw + 4 * word) : 0u;
+        const uint32_t w = word < p.o.k / 8 ? *reinterpret_cast<const uint32_t*>(b_raw + 4 * word) : 0u;
         uint32_t even, odd;
         decode_fp4x8_e4m3(w, even, odd);
         uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, h);
@@ -412,10 +404,10 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       s0 += __ldcg(part + r0);
       s1 += __ldcg(part + r1);
     }
-    OUT* out = reinterpret_cast<OUT*>(p.c) + cu.l * p.c_batch;
+    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch;
     const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
-    if (row0 < p.m) out[(long long)row0 * p.c_row] = OUT(s0 * p.alpha);
-    if (row1 < p.m) out[(long long)row1 * p.c_row] = OUT(s1 * p.alpha);
+    if (row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(s0 * p.o.alpha);
+    if (row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(s1 * p.o.alpha);
   };
 
   // Applies the scales of a finished group; at a chunk's end frees its stage,
@@ -439,11 +431,11 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
     acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
-    OUT* out = reinterpret_cast<OUT*>(p.c) + cu.l * p.c_batch;
+    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch;
     const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
     if (seg_chunk == 0 && cu.c == p.chunks - 1) {  // the whole tile: store
-      if (t == 0 && row0 < p.m) out[(long long)row0 * p.c_row] = OUT(acc0 * p.alpha);
-      if (t == 0 && row1 < p.m) out[(long long)row1 * p.c_row] = OUT(acc1 * p.alpha);
+      if (t == 0 && row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(acc0 * p.o.alpha);
+      if (t == 0 && row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(acc1 * p.o.alpha);
     } else {
       finish_cut_tile(cu, acc0, acc1, first_segment);
     }

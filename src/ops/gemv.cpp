@@ -17,6 +17,33 @@ constexpr int64_t kMaxK = 65536;
 
 }  // namespace
 
+namespace ops {
+
+GemvOperandArgs gemv_operand_args(const GemvProblem& pr, float decode_factor) {
+  GemvOperandArgs o{};
+  o.sfa = pr.a.scales.data;
+  if (pr.a.layout == ScaleLayout::kLinear) {
+    const Shape3 s = shape3(pr.a.scales);
+    o.sfa_batch = s.batch_stride;
+    o.sfa_row = s.row_stride;
+  }
+  o.b = pr.b.values.data;
+  o.b_batch = shape3(pr.b.values).batch_stride;
+  o.sfb = pr.b.scales.data;
+  if (pr.b.layout == ScaleLayout::kLinear) o.sfb_batch = shape3(pr.b.scales).batch_stride;
+  o.c = pr.c.data;
+  o.c_batch = pr.c.rank == 2 ? pr.c.stride[0] : 0;
+  o.c_row = pr.c.stride[pr.c.rank - 1];
+  o.m = int(pr.m);
+  o.k = int(pr.k);
+  o.l = int(pr.batches);
+  o.b_rows = int(pr.b.rows());
+  o.alpha = pr.a.global_scale * pr.b.global_scale * decode_factor;
+  return o;
+}
+
+}  // namespace ops
+
 std::string GemvConfig::describe() const {
   if (kernel == GemvKernel::kWgmma)
     return "wgmma s" + std::to_string(stages) + " x" + std::to_string(ctas_per_sm);

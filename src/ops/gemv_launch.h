@@ -19,6 +19,22 @@ struct GemvProblem {
   int64_t batches, m, k;
 };
 
+// Mirrors kestrel::GemvOperands (kernels/common/nvfp4_gemv_operands.cuh).
+struct GemvOperandArgs {
+  const void* sfa;
+  long long sfa_batch, sfa_row;
+  const void* b;
+  long long b_batch;
+  const void* sfb;
+  long long sfb_batch;
+  void* c;
+  long long c_batch, c_row;
+  int m, k, l, b_rows;
+  float alpha;
+};
+// decode_factor: what the kernel's A x B decode leaves to multiply back.
+GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
+
 // Empty when kernels/nvfp4_gemv_wgmma.cuh can run the problem with `cfg`,
 // else the rule that is not met ("a.values: ...").
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,

@@ -14,16 +14,7 @@ namespace {
 struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
   const void* a;
   long long a_batch, a_row;
-  const void* sfa;
-  long long sfa_batch, sfa_row;
-  const void* b;
-  long long b_batch;
-  const void* sfb;
-  long long sfb_batch;
-  void* c;
-  long long c_batch, c_row;
-  int m, k, l, b_rows;
-  float alpha;
+  GemvOperandArgs o;
 };
 
 constexpr int kGroup = 128, kGroupSmem = 256;
@@ -58,7 +49,7 @@ Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::Devi
 Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& cfg, cudaStream_t stream) {
   const Nvfp4View &a = pr.a, &b = pr.b;
   const TensorView& c = pr.c;
-  const Shape3 av = shape3(a.values), bv = shape3(b.values);
+  const Shape3 av = shape3(a.values);
   const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
   // Each lane reads the scales of two adjacent blocks with one 2-byte load
@@ -70,24 +61,7 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& cfg, cudaSt
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
   p.a_row = av.row_stride;
-  p.sfa = a.scales.data;
-  if (!a_blk) {
-    const Shape3 s = shape3(a.scales);
-    p.sfa_batch = s.batch_stride;
-    p.sfa_row = s.row_stride;
-  }
-  p.b = b.values.data;
-  p.b_batch = bv.batch_stride;
-  p.sfb = b.scales.data;
-  if (!b_blk) p.sfb_batch = shape3(b.scales).batch_stride;
-  p.c = c.data;
-  p.c_batch = c.rank == 2 ? c.stride[0] : 0;
-  p.c_row = c.stride[c.rank - 1];
-  p.m = int(pr.m);
-  p.k = int(pr.k);
-  p.l = int(pr.batches);
-  p.b_rows = int(b.rows());
-  p.alpha = a.global_scale * b.global_scale * 268435456.0f;  // 2^28: two decodes of 2^-14
+  p.o = gemv_operand_args(pr, 268435456.0f);  // 2^28: two decodes of 2^-14
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(

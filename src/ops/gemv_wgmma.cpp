@@ -15,20 +15,11 @@ namespace kestrel::ops {
 namespace {
 
 struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_wgmma.cuh
-  const void* sfa;
-  long long sfa_batch, sfa_row;
-  const void* b;
-  long long b_batch;
-  const void* sfb;
-  long long sfb_batch;
-  void* c;
-  long long c_batch, c_row;
+  GemvOperandArgs o;
   int* arrivals;
   float* partial;
   long long units;
-  int m, k, l, b_rows;
   int tiles_m, groups, chunks, ctas;
-  float alpha;
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
@@ -88,28 +79,11 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.values.data, spec, &map_a));
 
   WgmmaParams p{};
-  p.sfa = a.scales.data;
-  if (!a_blk) {
-    const Shape3 s = shape3(a.scales);
-    p.sfa_batch = s.batch_stride;
-    p.sfa_row = s.row_stride;
-  }
-  p.b = b.values.data;
-  p.b_batch = shape3(b.values).batch_stride;
-  p.sfb = b.scales.data;
-  if (!b_blk) p.sfb_batch = shape3(b.scales).batch_stride;
-  p.c = c.data;
-  p.c_batch = c.rank == 2 ? c.stride[0] : 0;
-  p.c_row = c.stride[c.rank - 1];
-  p.m = int(pr.m);
-  p.k = int(pr.k);
-  p.l = int(pr.batches);
-  p.b_rows = int(b.rows());
+  p.o = gemv_operand_args(pr, 4096.0f);  // 2^12: two decodes of 2^-6
   p.tiles_m = int((pr.m + kRows - 1) / kRows);
   p.groups = int((pr.k + kGroup - 1) / kGroup);
   p.chunks = int((pr.k + kChunk - 1) / kChunk);
   p.units = (long long)p.tiles_m * pr.batches * p.chunks;
-  p.alpha = a.global_scale * b.global_scale * 4096.0f;  // 2^12: two decodes of 2^-6
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(

@@ -1,0 +1,21 @@
+// The operands every NVFP4 GEMV kernel takes (A's values are passed apart:
+// as a pointer or a TMA map): c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k].
+#pragma once
+#include <cuda/std/cstdint>
+
+namespace kestrel {
+
+struct GemvOperands {
+  const uint8_t* sfa;  // linear: [L][M][K/16] with strides; blocked: flat
+  long long sfa_batch, sfa_row;
+  const uint8_t* b;  // row 0 of [L][rows_b][K/2]
+  long long b_batch;
+  const uint8_t* sfb;  // linear: row 0 of [L][rows_b][K/16]; blocked: flat
+  long long sfb_batch;
+  void* c;  // [L][M] fp16 / bf16
+  long long c_batch, c_row;
+  int m, k, l, b_rows;
+  float alpha;  // global scales times the kernel's decode factor
+};
+
+}  // namespace kestrel
