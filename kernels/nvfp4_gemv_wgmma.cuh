@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         ptx::tma_load_3d(st, &tmap_a, &full[ld.stage], ld.c * (kABytes / kRows), mt * kRows, l);
         if constexpr (A_BLOCKED)
           ptx::bulk_load(st + kABytes + kBBytes,
-                         p.o.sfa + blocked_scale_offset(l, (long long)mt * kRows, 4LL * kt0, p.o.m,
+                         p.o.sfa + blocked_scale_index(l, (long long)mt * kRows, 4LL * kt0, p.o.m,
                                                       kblocks),
                          sa_bulk, &full[ld.stage]);
       }
@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         if (B_BLOCKED) {
           for (int kt = lane; kt < (kblocks + 3) / 4; kt += 32)
             ptx::cp_async_4(sfb_raw + 4 * kt,
-                            p.o.sfb + blocked_scale_offset(l, 0, 4LL * kt, p.o.b_rows, kblocks));
+                            p.o.sfb + blocked_scale_index(l, 0, 4LL * kt, p.o.b_rows, kblocks));
         } else if (reinterpret_cast<uintptr_t>(srow) % 4 == 0 && kblocks % 4 == 0) {
           for (int kt = lane; kt < kblocks / 4; kt += 32)
             ptx::cp_async_4(sfb_raw + 4 * kt, srow + 4 * kt);
