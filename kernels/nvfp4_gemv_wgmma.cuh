@@ -3,13 +3,14 @@
 // Memory-bound on A (0.5625 bytes per value), so the kernel is built around
 // keeping DRAM busy with few instructions per value:
 // - Load: one producer warp streams A by TMA, 128 rows x 512 values (32 KB,
-//   256 contiguous bytes per row: DRAM pages are used well) per stage, into a
-//   ring of STAGES stages, with the stage's A scales (bulk copy or cp.async)
-//   and the matching B operand, which it builds from the batch's B row.
+//   256 contiguous bytes per row) per stage, into a ring of STAGES stages,
+//   with the stage's A scales (bulk copy or cp.async) and the matching B
+//   operand, which it builds from the batch's B row.
 // - Compute: two consumer warpgroups (64 rows each) turn each lane's 16-byte
 //   pieces of a 128-value group into e4m3 by bit placement (e2m1 * 2^-6, 7
 //   integer ops per 8 values, common/fp4_decode.cuh) and feed wgmma m64n8k32
-//   e4m3 with A from registers, two groups in flight. Products e2m1 x e2m1
+//   e4m3 with A from registers; the next group's decode runs under each
+//   group's wgmma. Products e2m1 x e2m1
 //   and their sums over a 16-value block are exact in the fp32 accumulator.
 // - The 8 N columns of the wgmma carry no second vector; they separate scale
 //   blocks: B column 2t is nonzero only in the K slots that lane t of a quad
