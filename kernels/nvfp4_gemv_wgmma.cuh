@@ -34,6 +34,7 @@
 #include "common/nvfp4_gemv_operands.cuh"
 #include "common/nvfp4_scale_layout.cuh"
 #include "common/ptx.cuh"
+#include "common/stream_k.cuh"
 #include "common/tma_pipeline.cuh"
 
 namespace kestrel {
@@ -65,16 +66,6 @@ constexpr int kThreads = kConsumerThreads + 32;
 __host__ __device__ constexpr long long smem_bytes(int stages, long long k) {
   return 128 + (long long)stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16;
 }
-
-// Stream-K: CTA c owns units (row tile, chunk of 4 groups) [begin(c), begin(c + 1)).
-struct Schedule {
-  long long units;
-  int ctas;
-  __host__ __device__ long long begin(int c) const { return units * c / ctas; }
-  __host__ __device__ int owner(long long u) const {
-    return int(((u + 1) * ctas + units - 1) / units) - 1;
-  }
-};
 
 // Position of the live word of quad lane t, half h (block 2t + h of a group)
 // in one 256-byte k32 step of a B tile: K-major core matrices of 8 columns x
@@ -193,7 +184,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kblocks = p.o.k / 16;
-  const Schedule sched{p.units, p.ctas};
+  const StreamK sched{p.units, p.ctas};  // units: (row tile, 512-value chunk)
   const long long u_begin = sched.begin(blockIdx.x), u_end = sched.begin(blockIdx.x + 1);
 
   // The B tiles' zeros are written once; the producer rewrites only live words.
@@ -396,9 +387,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     wg_barrier();
     const int count = last_arrival[wg];
     if (count == 0 || t != 0) return;
-    // Only c_first can have started in an earlier tile (then this tile is its
-    // last segment, slot 1); every later contributor starts inside the tile.
-    const int first_slot = sched.begin(c_first) < tile_u0 ? 1 : 0;
+    // Every contributor after c_first starts inside the tile (slot 0).
+    const int first_slot = sched.slot(c_first, tile_u0);
     float s0 = 0.f, s1 = 0.f;
     for (int i = 0; i < count; ++i) {
       const float* part = p.partial + ((long long)(c_first + i) * 2 + (i == 0 ? first_slot : 0)) * kRows;
