@@ -48,6 +48,9 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
 // K: a multiple of 16, at most 65536. Scales: linear or blocked, per operand.
 // config: nullptr for the heuristic; a kWgmma config for operands that do not
 // meet its rules is an error naming the rule.
+// The kWgmma kernel keeps a small workspace per (device, stream), allocated
+// on the stream's first such call: inside CUDA-graph capture a call that
+// would need to grow it returns Unsupported, so call once before capturing.
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemvConfig* config = nullptr);
 
