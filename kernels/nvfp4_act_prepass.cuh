@@ -14,7 +14,6 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
-#include "common/nvfp4_scale_layout.cuh"
 
 namespace kestrel {
 
@@ -31,7 +30,14 @@ namespace prepass {
 
 template <bool BLOCKED>
 __device__ __forceinline__ long long scale_off(const ActPrepassParams& p, int l, int row, int kb) {
-  return scale_offset<BLOCKED>(p.sx_batch, p.sx_row, l, row, kb, p.m, p.k / 16);
+  const int kblocks = p.k / 16;
+  if constexpr (BLOCKED) {
+    const long long rest_k = (kblocks + 3) / 4, rest_mn = (p.m + 127) / 128;
+    return (long long)l * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kb / 4) * 512 +
+           (row % 32) * 16 + ((row % 128) / 32) * 4 + kb % 4;
+  } else {
+    return l * p.sx_batch + row * p.sx_row + kb;
+  }
 }
 
 }  // namespace prepass

@@ -23,7 +23,6 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
-#include "common/nvfp4_scale_layout.cuh"
 #include "common/tma_pipeline.cuh"
 #include "common/wgmma.cuh"
 
@@ -57,7 +56,14 @@ struct Smem {
 template <bool BLOCKED>
 __device__ __forceinline__ long long scale_off(const GemmParams& p, long long batch,
                                                long long stride, int l, int row, int kb) {
-  return scale_offset<BLOCKED>(batch, stride, l, row, kb, p.n, p.k / 16);
+  const int kblocks = p.k / 16;
+  if constexpr (BLOCKED) {
+    const long long rest_k = (kblocks + 3) / 4, rest_mn = (p.n + 127) / 128;
+    return (long long)l * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kb / 4) * 512 +
+           (row % 32) * 16 + ((row % 128) / 32) * 4 + kb % 4;
+  } else {
+    return l * batch + row * stride + kb;
+  }
 }
 
 __device__ __forceinline__ uint32_t e4m3_splat_half2(uint32_t code) {
