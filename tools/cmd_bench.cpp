@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <limits>
 
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -18,7 +19,7 @@ namespace {
 struct BenchOptions {
   std::string suite, json, markdown;
   int runs = 50, warmup = 5;
-  bool check = false, no_peers = false, no_graph = false;
+  bool check = false, no_peers = false, no_graph = false, graph = false;
 };
 
 std::string utc_now() {
@@ -100,7 +101,9 @@ int run_bench(const BenchOptions& o, CLI::App* sub, const OpCommands& ops) {
   bench::RunOptions ro;
   ro.timer.runs = o.runs;
   ro.timer.warmup = o.warmup;
+  if (o.no_graph && o.graph) return fail(kExitUsage, "--graph and --no-graph exclude each other");
   if (o.no_graph) ro.timer.graph_below_us = 0;
+  if (o.graph) ro.timer.graph_below_us = std::numeric_limits<double>::infinity();
   ro.check = o.check;
   ro.peers = !o.no_peers;
   ro.progress = !e;
@@ -159,6 +162,9 @@ Command bench_command(CLI::App& app) {
   sub->add_flag("--check", o->check, "check each case against the reference before timing");
   sub->add_flag("--no-peers", o->no_peers, "do not time the peers");
   sub->add_flag("--no-graph", o->no_graph, "never time short calls as CUDA graph replays");
+  sub->add_flag("--graph", o->graph,
+                "time every call as CUDA graph replays over rotated buffers (no host launch "
+                "gaps, no L2 flush kernel between calls)");
   auto ops = add_op_commands(sub, true);
   return {sub, [o, sub, ops] { return run_bench(*o, sub, *ops); }};
 }
