@@ -194,7 +194,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   }
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      ptx::mbar_init(&full[s], A_BLOCKED ? 1 : 33);  // linear: + 32 cp.async arrivals
+      // Every producer lane arrives after its own B writes (linear: and once
+      // more when its scale cp.async copies land).
+      ptx::mbar_init(&full[s], A_BLOCKED ? 32 : 64);
       // Every consumer thread arrives: its own reads of the stage are then
       // ordered before the producer's rewrite (racecheck follows this).
       ptx::mbar_init(&empty[s], kConsumerThreads);
@@ -301,8 +303,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
             kb < kblocks ? e4m3_to_float(sfb_raw[kb]) : 0.f;
       }
       ptx::fence_proxy_async_smem();
-      __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(&full[cur.stage]);
+      ptx::mbar_arrive(&full[cur.stage]);
     }
     return;
   }
