@@ -19,11 +19,13 @@
 //   of its two blocks for its two rows; A and B block scales (fp32) are
 //   applied once per block. The zeros of B never change, so the producer
 //   writes only the 128 live bytes of each 1 KB B tile.
-// - Work split: stream-K. The L x ceil(M/128) row tiles times K/512 chunks
-//   are cut into one equal, contiguous range per CTA; a tile finished by one CTA is
-//   stored directly, a cut tile's partial row sums go to `partial`, and the
-//   last of its CTAs to arrive (an atomic counter per tile half) adds them in
-//   CTA order: deterministic, no second kernel.
+// - Work split: split-K items taken at run time (common/split_k_items.cuh):
+//   row tiles x segments of a few chunks, the first item of each CTA by its
+//   index and the rest from an atomic counter, so SMs that stream faster take
+//   more. A tile of one segment is stored directly; a cut tile's items leave
+//   partial row sums in their own slots, and the CTA that finishes the tile's
+//   last item adds them in segment order: deterministic, no second kernel.
+//   The producer tells the consumers which chunk each stage holds.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -34,17 +36,19 @@
 #include "common/nvfp4_gemv_operands.cuh"
 #include "common/nvfp4_scale_layout.cuh"
 #include "common/ptx.cuh"
-#include "common/stream_k.cuh"
+#include "common/split_k_items.cuh"
 #include "common/tma_pipeline.cuh"
 
 namespace kestrel {
 
 struct GemvWgmmaParams {
-  GemvOperands o;    // alpha: global scales times 2^12 (the decode's two 2^-6 factors)
-  int* arrivals;     // [ctas][2]: zero between calls (the last arrival resets it)
-  float* partial;    // [ctas][2][128]: a CTA's first and last cut segments
-  long long units;   // row tiles x chunks
-  int tiles_m, groups, chunks, ctas;  // groups of 128 and chunks of 512 values per row
+  GemvOperands o;   // alpha: global scales times 2^12 (the decode's two 2^-6 factors)
+  int* counters;    // [2]: next item, CTAs done; zero between calls (the last CTA resets)
+  int* arrivals;    // [tiles][2]: items done per tile half; zero between calls
+  float* partial;   // [items][128]: partial row sums of cut tiles' items
+  SplitKItems work;
+  int items, ctas;  // items = work.count(L); CTA c starts with item c
+  int groups;       // groups of 128 values per row
 };
 
 namespace gemv_wgmma {
@@ -61,11 +65,9 @@ constexpr int kStageBytes = kABytes + kBBytes + kSABytes + kSBBytes;
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 32;
 
-// Shared memory: barriers, the stage ring, then the current batch's B row
-// (packed values and scale codes), 16-byte rounded.
-__host__ __device__ constexpr long long smem_bytes(int stages, long long k) {
-  return 128 + (long long)stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16;
-}
+// Shared memory: barriers and the stages' chunk tags, then the stage ring.
+constexpr int kHeaderBytes = 256;
+__host__ __device__ constexpr int smem_bytes(int stages) { return kHeaderBytes + stages * kStageBytes; }
 
 // Position of the live word of quad lane t, half h (block 2t + h of a group)
 // in one 256-byte k32 step of a B tile: K-major core matrices of 8 columns x
@@ -109,41 +111,25 @@ __device__ __forceinline__ int sa_offset(int r, int t, int j) {
   }
 }
 
-// Where a warp is in its CTA's sequence of groups. Advanced incrementally:
-// 64-bit divisions per chunk cost the producer more than a chunk's TMA.
-struct Cursor {
-  long long u;       // unit: (batch l, row tile mt, chunk c)
-  int l, mt;         // batch and row tile
-  int c, j, groups;  // chunk in the tile, group in the chunk, groups in this chunk
-  int stage, phase;  // ring slot of the chunk and its barrier parity
+// Which chunk a stage holds, written by the producer before it arrives on
+// the stage's full barrier. item < 0: no more work.
+struct ChunkTag {
+  int item, c;
+};
 
-  __device__ void start(long long u0, int chunks, int tile_groups, int tiles_m) {
-    u = u0;
-    const long long x = u0 / chunks;
-    l = int(x / tiles_m);
-    mt = int(x % tiles_m);
-    c = int(u0 % chunks);
-    j = 0;
-    groups = min(kChunkGroups, tile_groups - kChunkGroups * c);
-    stage = phase = 0;
-  }
+// Where the consumers are: a group of the chunk in a ring stage, and the
+// item that chunk belongs to (read from the stage's tag).
+struct Position {
+  int stage, phase;  // ring slot and its barrier parity
+  int j, groups;     // group in the chunk, groups in this chunk
+  int item, c;       // item and chunk
+  int l, mt, tile;   // the item's batch, row tile, and tile index
+  int c_end;         // the item's end chunk
+
   template <int STAGES>
-  __device__ void next(int chunks, int tile_groups, int tiles_m) {
+  __device__ void next() {
     if (++j < groups) return;
-    next_chunk<STAGES>(chunks, tile_groups, tiles_m);
-  }
-  template <int STAGES>
-  __device__ void next_chunk(int chunks, int tile_groups, int tiles_m) {
     j = 0;
-    ++u;
-    if (++c == chunks) {
-      c = 0;
-      if (++mt == tiles_m) {
-        mt = 0;
-        ++l;
-      }
-    }
-    groups = min(kChunkGroups, tile_groups - kChunkGroups * c);
     if (++stage == STAGES) {
       stage = 0;
       phase ^= 1;
@@ -178,14 +164,12 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + STAGES;
-  uint8_t* ring = smem + 128;
-  uint8_t* b_raw = ring + STAGES * kStageBytes;
-  uint8_t* sfb_raw = b_raw + (p.o.k / 2 + 15) / 16 * 16;
+  int* last_arrival = reinterpret_cast<int*>(smem + 112);  // [2], behind the barriers
+  ChunkTag* tags = reinterpret_cast<ChunkTag*>(smem + 128);
+  uint8_t* ring = smem + kHeaderBytes;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kblocks = p.o.k / 16;
-  const StreamK sched{p.units, p.ctas};  // units: (row tile, 512-value chunk)
-  const long long u_begin = sched.begin(blockIdx.x), u_end = sched.begin(blockIdx.x + 1);
 
   // The B tiles' zeros are written once; the producer rewrites only live words.
   for (int i = threadIdx.x; i < STAGES * kBBytes / 16; i += kThreads) {
@@ -194,8 +178,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   }
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      // Every producer lane arrives after its own B writes (linear: and once
-      // more when its scale cp.async copies land).
+      // Every producer lane arrives after its own shared writes (linear: and
+      // once more when its scale cp.async copies land).
       ptx::mbar_init(&full[s], A_BLOCKED ? 32 : 64);
       // Every consumer thread arrives: its own reads of the stage are then
       // ordered before the producer's rewrite (racecheck follows this).
@@ -205,105 +189,112 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   }
   ptx::fence_proxy_async_smem();
   __syncthreads();
-  if (u_begin >= u_end) return;
 
   if (warp == kConsumerThreads / 32) {
     // ================= Load: the producer warp =================
-    // Per chunk: wait for its stage, load A and its scales, build its B. (Loads
-    // run no further ahead: consumers release a chunk only once they have
-    // fetched the next one, so a load that waits for a stage must come after
-    // the previous chunk's B.)
+    // Per chunk: read its B words and scale codes (L2-resident) into
+    // registers, wait for its stage, load A and A's scales, build the B tiles
+    // and the chunk tag. (Loads run no further ahead: consumers release a
+    // chunk only once they have fetched the next one, so a load that waits
+    // for a stage must come after the previous chunk's B.)
     ptx::prefetch_tma_map(&tmap_a);
-    int staged_l = -1;
-    auto load = [&](const Cursor& ld) {
-      uint8_t* st = ring + ld.stage * kStageBytes;
-      if (ld.u - u_begin >= STAGES) ptx::mbar_wait(&empty[ld.stage], ld.phase ^ 1);
-      const int l = ld.l, mt = ld.mt;
-      // A by TMA (rows past M and K past the row end are zero-filled); its
-      // scales by bulk copy (blocked) or 4-byte cp.async (linear).
-      if (lane == 0) {
-        uint32_t bytes = kABytes;
-        const int kt0 = 8 * ld.c, k_tiles = (kblocks + 3) / 4;
-        const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
-        if constexpr (A_BLOCKED) bytes += sa_bulk;
-        ptx::mbar_expect_tx(&full[ld.stage], bytes);
-        ptx::tma_load_3d(st, &tmap_a, &full[ld.stage], ld.c * (kABytes / kRows), mt * kRows, l);
-        if constexpr (A_BLOCKED)
-          ptx::bulk_load(st + kABytes + kBBytes,
-                         p.o.sfa + blocked_scale_index(l, (long long)mt * kRows, 4LL * kt0, p.o.m,
-                                                      kblocks),
-                         sa_bulk, &full[ld.stage]);
-      }
-      if constexpr (!A_BLOCKED) {
-        const uint8_t* sfa = p.o.sfa + l * p.o.sfa_batch;
-#pragma unroll
-        for (int i = 0; i < kRows / 32; ++i) {
-          const int r = lane + 32 * i, row = mt * kRows + r;
-#pragma unroll
-          for (int w = 0; w < 8; ++w) {
-            const int kb = 32 * ld.c + 4 * w;
-            if (row < p.o.m && kb < kblocks)
-              ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
-                              sfa + (long long)row * p.o.sfa_row + kb);
-          }
-        }
-        ptx::cp_async_arrive_noinc(&full[ld.stage]);
+    int stage = 0, phase = 0, issued = 0;
+    auto wait_stage = [&] {
+      if (issued >= STAGES) ptx::mbar_wait(&empty[stage], phase ^ 1);
+    };
+    auto advance = [&] {
+      ++issued;
+      if (++stage == STAGES) {
+        stage = 0;
+        phase ^= 1;
       }
     };
-    Cursor cur;
-    for (cur.start(u_begin, p.chunks, p.groups, p.tiles_m); cur.u < u_end;
-         cur.next_chunk<STAGES>(p.chunks, p.groups, p.tiles_m)) {
-      load(cur);
-      uint8_t* st = ring + cur.stage * kStageBytes;
-      const int l = cur.l;
-
-      if (l != staged_l) {
-        // This batch's B row (values and scale codes), read by this warp only.
-        staged_l = l;
-        const uint8_t* brow = p.o.b + l * p.o.b_batch;
-        if (reinterpret_cast<uintptr_t>(brow) % 16 == 0 && p.o.k % 32 == 0) {
-          for (int i = lane; i < p.o.k / 32; i += 32)
-            ptx::cp_async_16(ptx::smem_u32(b_raw + 16 * i), brow + 16 * i);
-        } else {
-          for (int i = lane; i < p.o.k / 8; i += 32) ptx::cp_async_4(b_raw + 4 * i, brow + 4 * i);
-        }
-        const uint8_t* srow = p.o.sfb + l * p.o.sfb_batch;
-        if (B_BLOCKED) {
-          for (int kt = lane; kt < (kblocks + 3) / 4; kt += 32)
-            ptx::cp_async_4(sfb_raw + 4 * kt,
-                            p.o.sfb + blocked_scale_index(l, 0, 4LL * kt, p.o.b_rows, kblocks));
-        } else if (reinterpret_cast<uintptr_t>(srow) % 4 == 0 && kblocks % 4 == 0) {
-          for (int kt = lane; kt < kblocks / 4; kt += 32)
-            ptx::cp_async_4(sfb_raw + 4 * kt, srow + 4 * kt);
-        } else {
-#pragma unroll 4
-          for (int kb = lane; kb < kblocks; kb += 32) sfb_raw[kb] = __ldg(srow + kb);
-        }
-        ptx::cp_async_wait_all();
-        __syncwarp();
-      }
-
-      // B: the chunk's 64 words (16 per group) become the live words of the
-      // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1);
-      // lane i also converts block scale i of the chunk.
+    for (int item = blockIdx.x; item < p.items;) {
+      // The next item is claimed now; its number is needed only after this one.
+      int claimed = 0;
+      if (lane == 0) claimed = atomicAdd(p.counters, 1);
+      const SplitKItems::Item it = p.work.at(item);
+      const uint8_t* brow = p.o.b + it.l * p.o.b_batch;
+      const uint8_t* srow = p.o.sfb + it.l * p.o.sfb_batch;
+      for (int c = it.c_begin; c < it.c_end; ++c) {
+        // B: lane i holds words i and i + 32 of the chunk and block scale i.
+        uint32_t bw[2];
 #pragma unroll
-      for (int q = lane; q < 64; q += 32) {
-        const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, h = blk % 2;
-        const int word = cur.c * 64 + q;
-        const uint32_t w = word < p.o.k / 8 ? *reinterpret_cast<const uint32_t*>(b_raw + 4 * word) : 0u;
-        uint32_t even, odd;
-        decode_fp4x8_e4m3(w, even, odd);
-        uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, h);
-        *reinterpret_cast<uint32_t*>(bt + (2 * half) * 256) = even;
-        *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * 256) = odd;
-      }
-      {
-        const int kb = cur.c * 32 + lane;
+        for (int h = 0; h < 2; ++h) {
+          const int word = c * 64 + lane + 32 * h;
+          bw[h] = word < p.o.k / 8 ? __ldg(reinterpret_cast<const uint32_t*>(brow) + word) : 0u;
+        }
+        const int kb = c * 32 + lane;
+        uint32_t sb_code = 0;
+        if (kb < kblocks)
+          sb_code = B_BLOCKED ? __ldg(p.o.sfb + blocked_scale_index(it.l, 0, kb, p.o.b_rows, kblocks))
+                              : __ldg(srow + kb);
+
+        wait_stage();
+        uint8_t* st = ring + stage * kStageBytes;
+        // A by TMA (rows past M and K past the row end are zero-filled); its
+        // scales by bulk copy (blocked) or 4-byte cp.async (linear).
+        if (lane == 0) {
+          uint32_t bytes = kABytes;
+          const int kt0 = 8 * c, k_tiles = (kblocks + 3) / 4;
+          const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
+          if constexpr (A_BLOCKED) bytes += sa_bulk;
+          ptx::mbar_expect_tx(&full[stage], bytes);
+          ptx::tma_load_3d(st, &tmap_a, &full[stage], c * (kABytes / kRows), it.mt * kRows, it.l);
+          if constexpr (A_BLOCKED)
+            ptx::bulk_load(st + kABytes + kBBytes,
+                           p.o.sfa + blocked_scale_index(it.l, (long long)it.mt * kRows, 4LL * kt0,
+                                                        p.o.m, kblocks),
+                           sa_bulk, &full[stage]);
+          tags[stage] = ChunkTag{item, c};
+        }
+        if constexpr (!A_BLOCKED) {
+          const uint8_t* sfa = p.o.sfa + it.l * p.o.sfa_batch;
+#pragma unroll
+          for (int i = 0; i < kRows / 32; ++i) {
+            const int r = lane + 32 * i, row = it.mt * kRows + r;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) {
+              const int kbw = 32 * c + 4 * w;
+              if (row < p.o.m && kbw < kblocks)
+                ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
+                                sfa + (long long)row * p.o.sfa_row + kbw);
+            }
+          }
+          ptx::cp_async_arrive_noinc(&full[stage]);
+        }
+        // B: the chunk's 64 words (16 per group) become the live words of the
+        // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int q = lane + 32 * h;
+          const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, hb = blk % 2;
+          uint32_t even, odd;
+          decode_fp4x8_e4m3(bw[h], even, odd);
+          uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, hb);
+          *reinterpret_cast<uint32_t*>(bt + (2 * half) * 256) = even;
+          *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * 256) = odd;
+        }
         reinterpret_cast<float*>(st + kABytes + kBBytes + kSABytes)[lane] =
-            kb < kblocks ? e4m3_to_float(sfb_raw[kb]) : 0.f;
+            kb < kblocks ? e4m3_to_float(uint8_t(sb_code)) : 0.f;
+        ptx::fence_proxy_async_smem();
+        ptx::mbar_arrive(&full[stage]);
+        advance();
       }
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(&full[cur.stage]);
+      item = p.ctas + __shfl_sync(0xffffffffu, claimed, 0);
+    }
+    // No more items: a tag that says so.
+    wait_stage();
+    if (lane == 0) tags[stage] = ChunkTag{-1, 0};
+    if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
+    ptx::mbar_arrive(&full[stage]);
+    // The last CTA out leaves the counters zero for the next call.
+    if (lane == 0) {
+      __threadfence();
+      if (atomicAdd(p.counters + 1, 1) == p.ctas - 1) {
+        atomicExch(p.counters, 0);
+        atomicExch(p.counters + 1, 0);
+      }
     }
     return;
   }
@@ -321,9 +312,25 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   constexpr int kSAGroupStep = A_BLOCKED ? 1024 : 8;
   const uint32_t desc_lo = b_desc_lo(ring + kABytes);
 
-  auto fetch = [&](const Cursor& cu, Operands& o) {
+  // Loads group j of the chunk in the position's stage; at a chunk's first
+  // group, waits for the stage and reads its tag (false: no more work).
+  auto fetch = [&](Position& cu, Operands& o) {
     const uint8_t* st = ring + cu.stage * kStageBytes;
-    if (cu.j == 0) ptx::mbar_wait(&full[cu.stage], cu.phase);
+    if (cu.j == 0) {
+      ptx::mbar_wait(&full[cu.stage], cu.phase);
+      const ChunkTag tag = tags[cu.stage];
+      if (tag.item < 0) return false;
+      if (tag.item != cu.item) {
+        const SplitKItems::Item it = p.work.at(tag.item);
+        cu.item = tag.item;
+        cu.l = it.l;
+        cu.mt = it.mt;
+        cu.tile = it.tile;
+        cu.c_end = it.c_end;
+      }
+      cu.c = tag.c;
+      cu.groups = min(kChunkGroups, p.groups - kChunkGroups * tag.c);
+    }
     const uint4 c0 = *reinterpret_cast<const uint4*>(st + a_off0 + cu.j * 64);
     const uint4 c1 = *reinterpret_cast<const uint4*>(st + a_off1 + cu.j * 64);
     o.sc0 = *reinterpret_cast<const uint16_t*>(st + sa_off0 + cu.j * kSAGroupStep);
@@ -338,8 +345,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       decode_fp4x8_e4m3(w0[2 + half], o.a[2 * half][2], o.a[2 * half + 1][2]);
       decode_fp4x8_e4m3(w1[2 + half], o.a[2 * half][3], o.a[2 * half + 1][3]);
     }
+    return true;
   };
-  auto issue = [&](const Cursor& cu, const Operands& o, float (&d)[4]) {
+  auto issue = [&](const Position& cu, const Operands& o, float (&d)[4]) {
     const uint32_t lo = desc_lo + uint32_t(cu.stage * kStageBytes + cu.j * kBTileBytes) / 16;
     // Zeroed here rather than by the first wgmma's scale-d: an accumulator
     // that is not read lets ptxas give A's registers to it, which serializes.
@@ -352,12 +360,6 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     ptx::wgmma_commit();
   };
 
-  int seg_chunk = int(u_begin % p.chunks);
-  bool first_segment = true;
-  float acc0 = 0.f, acc1 = 0.f;
-  // A cut tile: leave this warpgroup's 64 partial row sums; the last CTA of
-  // the tile to arrive adds every CTA's partials in CTA order and stores.
-  int* last_arrival = reinterpret_cast<int*>(smem + 112);  // [2], behind the barriers
   const int wg = warp / 4;
   auto wg_barrier = [&] {
     if (wg == 0) {
@@ -366,45 +368,60 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       ptx::named_barrier<2, 128>();
     }
   };
-  auto finish_cut_tile = [&](const Cursor& cu, float acc0, float acc1, bool first_segment) {
-    const int slot = first_segment ? 0 : 1;
-    if (t == 0) {
-      float* part = p.partial + ((long long)blockIdx.x * 2 + slot) * kRows;
-      part[r0] = acc0;
-      part[r1] = acc1;
-      __threadfence();
-    }
-    const long long tile_u0 = cu.u - cu.c;  // the tile's first unit
-    const int c_first = sched.owner(tile_u0);
-    wg_barrier();
-    if (threadIdx.x % 128 == 0) {
-      const int count = sched.owner(tile_u0 + p.chunks - 1) - c_first + 1;
-      int* arrivals = p.arrivals + 2 * c_first + wg;
-      const bool last = atomicAdd(arrivals, 1) == count - 1;
-      if (last) *arrivals = 0;  // ready for the next call
-      last_arrival[wg] = last ? count : 0;
-      __threadfence();
-    }
-    wg_barrier();
-    const int count = last_arrival[wg];
-    if (count == 0 || t != 0) return;
-    // Every contributor after c_first starts inside the tile (slot 0).
-    const int first_slot = sched.slot(c_first, tile_u0);
-    float s0 = 0.f, s1 = 0.f;
-    for (int i = 0; i < count; ++i) {
-      const float* part = p.partial + ((long long)(c_first + i) * 2 + (i == 0 ? first_slot : 0)) * kRows;
-      s0 += __ldcg(part + r0);
-      s1 += __ldcg(part + r1);
-    }
+  auto store = [&](const Position& cu, float s0, float s1) {
     OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch;
     const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
     if (row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(s0 * p.o.alpha);
     if (row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(s1 * p.o.alpha);
   };
+  // An item of a cut tile: leave this warpgroup's 64 partial row sums in the
+  // item's slot; the warpgroup that finishes the tile's last item adds the
+  // slots in segment order (quad lane t takes segments t, t + 4, ...; the
+  // four sums are then added in a fixed tree) and stores.
+  auto finish_cut_tile = [&](const Position& cu, float acc0, float acc1) {
+    if (t == 0) {
+      float* part = p.partial + (long long)cu.item * kRows;
+      part[r0] = acc0;
+      part[r1] = acc1;
+      __threadfence();
+    }
+    wg_barrier();
+    if (threadIdx.x % 128 == 0) {
+      int* arrivals = p.arrivals + 2 * cu.tile + wg;
+      const bool last = atomicAdd(arrivals, 1) == p.work.segs - 1;
+      if (last) *arrivals = 0;  // ready for the next call
+      last_arrival[wg] = last;
+      __threadfence();
+    }
+    wg_barrier();
+    if (!last_arrival[wg]) return;
+    const float* slots = p.partial + (long long)cu.tile * p.work.segs * kRows;
+    float s0 = 0.f, s1 = 0.f;
+    for (int i0 = t; i0 < p.work.segs; i0 += 4 * 8) {
+      float v0[8], v1[8];
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const int i = i0 + 4 * q;
+        v0[q] = i < p.work.segs ? __ldcg(slots + (long long)i * kRows + r0) : 0.f;
+        v1[q] = i < p.work.segs ? __ldcg(slots + (long long)i * kRows + r1) : 0.f;
+      }
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        s0 += v0[q];
+        s1 += v1[q];
+      }
+    }
+    s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
+    s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+    s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
+    s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
+    if (t == 0) store(cu, s0, s1);
+  };
 
   // Applies the scales of a finished group; at a chunk's end frees its stage,
-  // at a segment's end stores the rows or leaves a partial.
-  auto finish = [&](const Cursor& cu, const Operands& o, const float (&d)[4]) {
+  // at an item's end stores the rows or leaves a partial.
+  float acc0 = 0.f, acc1 = 0.f;
+  auto finish = [&](const Position& cu, const Operands& o, const float (&d)[4]) {
     float2 sa0 = e4m3x2_to_f32(o.sc0), sa1 = e4m3x2_to_f32(o.sc1);
     if (k_tail && kChunkGroups * cu.c + cu.j == p.groups - 1) {
       // Codes past K are padding (any value, NaN included) of zero blocks.
@@ -418,43 +435,36 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     acc1 = fmaf(d[3], sa1.y * o.sb.y, acc1);
     if (cu.j != cu.groups - 1) return;
     ptx::mbar_arrive(&empty[cu.stage]);
-    if (cu.c != p.chunks - 1 && cu.u + 1 != u_end) return;
+    if (cu.c != cu.c_end - 1) return;
     acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
     acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
     acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
-    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch;
-    const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
-    if (seg_chunk == 0 && cu.c == p.chunks - 1) {  // the whole tile: store
-      if (t == 0 && row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(acc0 * p.o.alpha);
-      if (t == 0 && row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(acc1 * p.o.alpha);
+    if (p.work.segs == 1) {
+      if (t == 0) store(cu, acc0, acc1);
     } else {
-      finish_cut_tile(cu, acc0, acc1, first_segment);
+      finish_cut_tile(cu, acc0, acc1);
     }
     acc0 = acc1 = 0.f;
-    first_segment = false;
-    seg_chunk = 0;
   };
 
   // Group q's wgmma runs while group q+1 is fetched and decoded into the other
   // operand registers. (Accumulators are only read after wait<0>: reading one
   // while another wgmma is in flight makes ptxas serialize every wgmma.)
-  Cursor fc, wc;  // fetch and finish positions
-  fc.start(u_begin, p.chunks, p.groups, p.tiles_m);
-  wc = fc;
+  Position fc{};
+  fc.item = -1;
   Operands o0, o1;
   float d[4];
-  fetch(fc, o0);
+  if (!fetch(fc, o0)) return;
   auto step = [&](Operands& cur, Operands& nxt) {
-    issue(fc, cur, d);
-    fc.next<STAGES>(p.chunks, p.groups, p.tiles_m);
-    const bool more = fc.u < u_end;
-    if (more) fetch(fc, nxt);
+    const Position at = fc;
+    issue(at, cur, d);
+    fc.next<STAGES>();
+    const bool more = fetch(fc, nxt);
     ptx::wgmma_wait<0>();
     ptx::fence_regs(d);
     keep_alive(cur);
-    finish(wc, cur, d);
-    wc.next<STAGES>(p.chunks, p.groups, p.tiles_m);
+    finish(at, cur, d);
     return more;
   };
   while (step(o0, o1) && step(o1, o0)) {

@@ -24,12 +24,16 @@ struct GemvConfig {
   GemvKernel kernel = GemvKernel::kWgmma;
   int stages = 2;     // kWgmma: 128-row x 512-value stages in the TMA ring: 2..5
   int ctas_per_sm = 2;  // kWgmma: register budget for 1 or 2 CTAs per SM (2 needs stages 2)
+  // kWgmma: 512-value chunks per work item (CTAs take items at run time; a
+  // row tile cut into several items is summed from their partials): 0 picks
+  // about six items per CTA, else 1..128.
+  int chunks_per_item = 0;
   int row_tiles = 2;  // kRegister: 16-row tiles per CTA: 1, 2, 4 or 8
   int warps = 8;      // kRegister: warps per CTA (a multiple of row_tiles): 4, 8 or 16
   int cluster = 1;    // kRegister: CTAs of a cluster splitting K: 1, 2, 4 or 8
   int depth = 2;      // kRegister: groups of 128 K values in flight per lane: 1, 2 or 4
 
-  std::string describe() const;  // "wgmma s2 x2" or "rt2 w8 c1 d2"
+  std::string describe() const;  // "wgmma s2 x2", "wgmma s2 x2 i4" or "rt2 w8 c1 d2"
 };
 
 // Every configuration the kernel accepts, for `kestrel tune`.

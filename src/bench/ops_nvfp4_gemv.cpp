@@ -40,6 +40,7 @@ bool read_config(const Params& p, GemvConfig* cfg) {
   if (p.integer("stages") != 0) {
     cfg->stages = int(p.integer("stages"));
     if (p.integer("ctas_per_sm") != 0) cfg->ctas_per_sm = int(p.integer("ctas_per_sm"));
+    cfg->chunks_per_item = int(p.integer("chunks_per_item"));
     return true;
   }
   if (p.integer("rt") == 0 && p.integer("warps") == 0 && p.integer("cluster") == 0 &&
@@ -153,6 +154,7 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                     nvfp4_product_params("GEMV")),
                 {config_param("stages", "config: wgmma kernel, stages in the TMA ring (0 = heuristic)"),
                  config_param("ctas_per_sm", "config: wgmma kernel, register budget for 1 or 2 CTAs per SM"),
+                 config_param("chunks_per_item", "config: wgmma kernel, 512-value chunks per work item (0 = heuristic)"),
                  config_param("rt", "config: register kernel, 16-row tiles per CTA (0 = heuristic)"),
                  config_param("warps", "config: warps per CTA (0 = heuristic)"),
                  config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
@@ -162,7 +164,8 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
              for (const GemvConfig& c : gemv_config_space())
                if (c.kernel == GemvKernel::kWgmma)
                  out.push_back({{"stages", std::to_string(c.stages)},
-                                {"ctas_per_sm", std::to_string(c.ctas_per_sm)}});
+                                {"ctas_per_sm", std::to_string(c.ctas_per_sm)},
+                                {"chunks_per_item", std::to_string(c.chunks_per_item)}});
                else
                  out.push_back({{"rt", std::to_string(c.row_tiles)},
                               {"warps", std::to_string(c.warps)},

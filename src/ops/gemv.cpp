@@ -46,7 +46,8 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& pr, float decode_factor) {
 
 std::string GemvConfig::describe() const {
   if (kernel == GemvKernel::kWgmma)
-    return "wgmma s" + std::to_string(stages) + " x" + std::to_string(ctas_per_sm);
+    return "wgmma s" + std::to_string(stages) + " x" + std::to_string(ctas_per_sm) +
+           (chunks_per_item ? " i" + std::to_string(chunks_per_item) : "");
   return "rt" + std::to_string(row_tiles) + " w" + std::to_string(warps) + " c" +
          std::to_string(cluster) + " d" + std::to_string(depth);
 }
@@ -56,10 +57,13 @@ std::vector<GemvConfig> gemv_config_space() {
   for (int s : {2, 3, 4, 5})
     for (int x : {1, 2}) {
       if (x == 2 && s != 2) continue;  // two CTAs of more stages do not fit an SM
-      GemvConfig c;
-      c.stages = s;
-      c.ctas_per_sm = x;
-      out.push_back(c);
+      for (int i : {0, 1, 2, 4, 8}) {
+        GemvConfig c;
+        c.stages = s;
+        c.ctas_per_sm = x;
+        c.chunks_per_item = i;
+        out.push_back(c);
+      }
     }
   for (int rt : {1, 2, 4, 8})
     for (int w : {4, 8, 16})

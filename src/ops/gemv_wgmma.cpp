@@ -1,7 +1,8 @@
 // Host side of the wgmma GEMV (kernels/nvfp4_gemv_wgmma.cuh): the rules its
-// TMA loads need, the stream-K split over the SMs, and the workspace for
-// tiles cut between CTAs.
+// TMA loads need, the split-K items handed out at run time, and the
+// workspace for their counters and for tiles cut between items.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "ops/gemv_launch.h"
@@ -14,20 +15,33 @@
 namespace kestrel::ops {
 namespace {
 
+struct SplitKItems {  // mirrors kestrel::SplitKItems (kernels/common/split_k_items.cuh)
+  int tiles_m, chunks, seg_chunks, segs;
+};
+
 struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_wgmma.cuh
   GemvOperandArgs o;
+  int* counters;
   int* arrivals;
   float* partial;
-  long long units;
-  int tiles_m, groups, chunks, ctas;
+  SplitKItems work;
+  int items, ctas;
+  int groups;
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288, kMaxCtas = 2048;
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
-int smem_bytes(int stages, int64_t k) {
-  return int(128 + stages * kStageBytes + (k / 2 + 15) / 16 * 16 + (k / 16 + 15) / 16 * 16);
+int smem_bytes(int stages) { return 256 + stages * kStageBytes; }
+
+// Chunks per item: the heuristic gives each CTA about kItemsPerCta items, so
+// the ones on faster SMs can take more, without making the partial sums of
+// cut tiles (512 bytes per item) a noticeable part of the traffic.
+int seg_chunks_for(const GemvConfig& cfg, int64_t units, int ctas, int chunks) {
+  constexpr int64_t kItemsPerCta = 6;
+  const int64_t s = cfg.chunks_per_item ? cfg.chunks_per_item : units / (kItemsPerCta * ctas);
+  return int(std::clamp<int64_t>(s, 1, chunks));
 }
 
 }  // namespace
@@ -51,7 +65,14 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
     if (!check_aligned(p.a.scales, 4, "a.scales").ok())
       return "a.scales: linear scale rows must be 4-byte aligned for the wgmma GEMV";
   }
-  const int smem = smem_bytes(cfg.stages, p.k);
+  if (cfg.chunks_per_item < 0 || cfg.chunks_per_item > 128)
+    return "config: chunks_per_item must be 0 (heuristic) or 1..128, got " +
+           std::to_string(cfg.chunks_per_item);
+  const int64_t units = (p.m + kRows - 1) / kRows * p.batches * ((p.k + kChunk - 1) / kChunk);
+  if (units > INT32_MAX)
+    return "M * L * K: the wgmma GEMV numbers its " + std::to_string(units) +
+           " (row tile, chunk) units with 32-bit integers";
+  const int smem = smem_bytes(cfg.stages);
   if (smem > dev.max_smem_per_block_optin)
     return "config: " + cfg.describe() + " needs " + std::to_string(smem) +
            " bytes of shared memory at this K, the GPU allows " +
@@ -80,33 +101,40 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
 
   WgmmaParams p{};
   p.o = gemv_operand_args(pr, 4096.0f);  // 2^12: two decodes of 2^-6
-  p.tiles_m = int((pr.m + kRows - 1) / kRows);
+  const int tiles_m = int((pr.m + kRows - 1) / kRows);
+  const int chunks = int((pr.k + kChunk - 1) / kChunk);
   p.groups = int((pr.k + kGroup - 1) / kGroup);
-  p.chunks = int((pr.k + kChunk - 1) / kChunk);
-  p.units = (long long)p.tiles_m * pr.batches * p.chunks;
+  const int64_t tiles = int64_t(tiles_m) * pr.batches, units = tiles * chunks;
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg, a_blk, b_blk), &kernel));
   rt::LaunchShape shape;
   shape.block = dim3(kThreads);
-  shape.smem_bytes = size_t(smem_bytes(cfg.stages, pr.k));
+  shape.smem_bytes = size_t(smem_bytes(cfg.stages));
   int resident = 0;
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
-  p.ctas = int(std::min<long long>({p.units, resident, kMaxCtas}));
+  const int seg_chunks = seg_chunks_for(cfg, units, int(std::min<int64_t>(units, resident)), chunks);
+  const int segs = (chunks + seg_chunks - 1) / seg_chunks;
+  p.work = SplitKItems{tiles_m, chunks, seg_chunks, segs};
+  p.items = int(tiles * segs);
+  p.ctas = std::min(p.items, resident);
   shape.grid = dim3(unsigned(p.ctas));
 
-  // Tiles cut between CTAs leave partial sums, added by their last CTA. The
-  // arrival counters sit at a fixed place for every grid size (each call
-  // leaves them zero).
+  // The item counters, the per-tile arrival counters (both left zero by every
+  // call) and, for cut tiles, one slot of partial row sums per item.
+  const size_t counter_bytes = 16;
+  const size_t arrival_bytes = segs > 1 ? (size_t(tiles) * 2 * sizeof(int) + 15) / 16 * 16 : 0;
+  const size_t partial_bytes = segs > 1 ? size_t(p.items) * kRows * sizeof(float) : 0;
   void* ws = nullptr;
-  constexpr size_t kArrivalBytes = size_t(kMaxCtas) * 2 * sizeof(int);
-  KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
-      stream, kArrivalBytes + size_t(p.ctas) * 2 * kRows * sizeof(float), &ws));
-  p.arrivals = static_cast<int*>(ws);
-  p.partial = reinterpret_cast<float*>(static_cast<char*>(ws) + kArrivalBytes);
+  KESTREL_RETURN_IF_ERROR(
+      rt::stream_workspace(stream, counter_bytes + arrival_bytes + partial_bytes, &ws));
+  char* w = static_cast<char*>(ws);
+  p.counters = reinterpret_cast<int*>(w);
+  p.arrivals = reinterpret_cast<int*>(w + counter_bytes);
+  p.partial = reinterpret_cast<float*>(w + counter_bytes + arrival_bytes);
   return kernel(shape, stream, map_a, p);
 }
 

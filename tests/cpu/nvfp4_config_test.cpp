@@ -16,7 +16,8 @@ bool in_space(const GemvConfig& c) {
   const auto space = gemv_config_space();
   return std::any_of(space.begin(), space.end(), [&](const GemvConfig& s) {
     if (s.kernel != c.kernel) return false;
-    if (c.kernel == GemvKernel::kWgmma) return s.stages == c.stages && s.ctas_per_sm == c.ctas_per_sm;
+    if (c.kernel == GemvKernel::kWgmma) return s.stages == c.stages && s.ctas_per_sm == c.ctas_per_sm &&
+                                               s.chunks_per_item == c.chunks_per_item;
     return s.row_tiles == c.row_tiles && s.warps == c.warps && s.cluster == c.cluster &&
            s.depth == c.depth;
   });

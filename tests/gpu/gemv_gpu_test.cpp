@@ -204,6 +204,10 @@ TEST(GemvArgs, BadArgumentsNameTheRule) {
     cfg.stages = 7;
     st = gemv_nvfp4(a, b, c, nullptr, &cfg);
     EXPECT_NE(st.message().find("stages"), std::string::npos) << st.message();
+    cfg = GemvConfig{};
+    cfg.chunks_per_item = -1;
+    st = gemv_nvfp4(a, b, c, nullptr, &cfg);
+    EXPECT_NE(st.message().find("chunks_per_item"), std::string::npos) << st.message();
     // K = 32 with linear scales: the wgmma kernel's scale copies need K % 64.
     cfg = GemvConfig{};
     st = gemv_nvfp4(a, b, c, nullptr, &cfg);
