@@ -25,7 +25,9 @@
 //   more. A tile of one segment is stored directly; a cut tile's items leave
 //   partial row sums in their own slots, and the CTA that finishes the tile's
 //   last item adds them in segment order: deterministic, no second kernel.
-//   The producer tells the consumers which chunk each stage holds.
+//   The producer tells the consumers which chunk each stage holds; a third
+//   role, the fixup warp, counts finished items per tile and adds the
+//   partials, so the consumers never wait on a global atomic.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -44,7 +46,7 @@ namespace kestrel {
 struct GemvWgmmaParams {
   GemvOperands o;   // alpha: global scales times 2^12 (the decode's two 2^-6 factors)
   int* counters;    // [2]: next item, CTAs done; zero between calls (the last CTA resets)
-  int* arrivals;    // [tiles][2]: items done per tile half; zero between calls
+  int* arrivals;    // [tiles]: items done per tile; zero between calls
   float* partial;   // [items][128]: partial row sums of cut tiles' items
   SplitKItems work;
   int items, ctas;  // items = work.count(L); CTA c starts with item c
@@ -63,10 +65,13 @@ constexpr int kSABytes = kRows * 8 * kChunkGroups;  // 8 scale codes per row and
 constexpr int kSBBytes = 8 * 4 * kChunkGroups;      // fp32 B scales
 constexpr int kStageBytes = kABytes + kBBytes + kSABytes + kSBBytes;
 constexpr int kConsumerThreads = 256;
-constexpr int kThreads = kConsumerThreads + 32;
+constexpr int kProducerWarp = kConsumerThreads / 32, kFixupWarp = kProducerWarp + 1;
+constexpr int kThreads = kConsumerThreads + 64;
+constexpr int kDoneSlots = 8;  // finished items of cut tiles, handed to the fixup warp
 
-// Shared memory: barriers and the stages' chunk tags, then the stage ring.
-constexpr int kHeaderBytes = 256;
+// Shared memory: the header (stage barriers at 0, chunk tags at 128, the
+// done ring's barriers at 256 and its item numbers at 384), then the stages.
+constexpr int kHeaderBytes = 512;
 __host__ __device__ constexpr int smem_bytes(int stages) { return kHeaderBytes + stages * kStageBytes; }
 
 // Position of the live word of quad lane t, half h (block 2t + h of a group)
@@ -160,12 +165,14 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     nvfp4_gemv_wgmma_kernel(const __grid_constant__ TmaMap tmap_a,
                             const __grid_constant__ GemvWgmmaParams p) {
   using namespace gemv_wgmma;
-  static_assert(STAGES <= 6, "barriers and the arrival flags share the first 128 bytes");
+  static_assert(STAGES <= 8, "the stage barriers fill the first 128 bytes of the header");
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + STAGES;
-  int* last_arrival = reinterpret_cast<int*>(smem + 112);  // [2], behind the barriers
   ChunkTag* tags = reinterpret_cast<ChunkTag*>(smem + 128);
+  uint64_t* done_full = reinterpret_cast<uint64_t*>(smem + 256);
+  uint64_t* done_empty = done_full + kDoneSlots;
+  int* done_items = reinterpret_cast<int*>(smem + 384);
   uint8_t* ring = smem + kHeaderBytes;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -185,12 +192,59 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       // ordered before the producer's rewrite (racecheck follows this).
       ptx::mbar_init(&empty[s], kConsumerThreads);
     }
+    for (int s = 0; s < kDoneSlots; ++s) {
+      ptx::mbar_init(&done_full[s], kConsumerThreads);  // after each thread's partial stores
+      ptx::mbar_init(&done_empty[s], 1);
+    }
     ptx::fence_barrier_init();
   }
   ptx::fence_proxy_async_smem();
   __syncthreads();
 
-  if (warp == kConsumerThreads / 32) {
+  if (warp == kFixupWarp) {
+    // ================= Fixup: items of cut tiles =================
+    // For each finished item: make its partials visible GPU-wide, count it
+    // for its tile, and if it was the tile's last, add the tile's slots in
+    // segment order and store. Lane i takes rows i, i + 32, i + 64, i + 96.
+    for (int slot = 0, phase = 0;; slot = (slot + 1) % kDoneSlots, phase ^= slot == 0) {
+      ptx::mbar_wait(&done_full[slot], phase);
+      const int item = done_items[slot];
+      if (item < 0) return;
+      const SplitKItems::Item it = p.work.at(item);
+      int last = 0;
+      if (lane == 0) {
+        __threadfence();  // the consumers' partial stores, seen through the barrier, before the count
+        last = atomicAdd(p.arrivals + it.tile, 1) == p.work.segs - 1;
+        if (last) atomicExch(p.arrivals + it.tile, 0);  // ready for the next call
+        ptx::mbar_arrive(&done_empty[slot]);
+      }
+      if (!__shfl_sync(0xffffffffu, last, 0)) continue;
+      __threadfence();
+      const float* slots = p.partial + (long long)it.tile * p.work.segs * kRows;
+      float sum[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int i0 = 0; i0 < p.work.segs; i0 += 8) {
+        float v[8][4];
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            v[u][q] = i0 + u < p.work.segs ? __ldcg(slots + (long long)(i0 + u) * kRows + lane + 32 * q)
+                                          : 0.f;
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) sum[q] += v[u][q];
+      }
+      OUT* out = reinterpret_cast<OUT*>(p.o.c) + it.l * p.o.c_batch;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int row = it.mt * kRows + lane + 32 * q;
+        if (row < p.o.m) out[(long long)row * p.o.c_row] = OUT(sum[q] * p.o.alpha);
+      }
+    }
+  }
+
+  if (warp == kProducerWarp) {
     // ================= Load: the producer warp =================
     // Per chunk: read its B words and scale codes (L2-resident) into
     // registers, wait for its stage, load A and A's scales, build the B tiles
@@ -360,64 +414,27 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     ptx::wgmma_commit();
   };
 
-  const int wg = warp / 4;
-  auto wg_barrier = [&] {
-    if (wg == 0) {
-      ptx::named_barrier<1, 128>();
-    } else {
-      ptx::named_barrier<2, 128>();
-    }
-  };
   auto store = [&](const Position& cu, float s0, float s1) {
     OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch;
     const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
     if (row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(s0 * p.o.alpha);
     if (row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(s1 * p.o.alpha);
   };
-  // An item of a cut tile: leave this warpgroup's 64 partial row sums in the
-  // item's slot; the warpgroup that finishes the tile's last item adds the
-  // slots in segment order (quad lane t takes segments t, t + 4, ...; the
-  // four sums are then added in a fixed tree) and stores.
-  auto finish_cut_tile = [&](const Position& cu, float acc0, float acc1) {
-    if (t == 0) {
-      float* part = p.partial + (long long)cu.item * kRows;
-      part[r0] = acc0;
-      part[r1] = acc1;
-      __threadfence();
+  // Finished items of cut tiles go to the fixup warp through the done ring
+  // (item < 0: no more). Thread 0 writes the item number once the slot is
+  // free; every thread arrives after its own partial stores.
+  int done_slot = 0, done_phase = 0;
+  auto hand_over = [&](int item) {
+    if (threadIdx.x == 0) {
+      ptx::mbar_wait(&done_empty[done_slot], done_phase ^ 1);
+      done_items[done_slot] = item;
     }
-    wg_barrier();
-    if (threadIdx.x % 128 == 0) {
-      int* arrivals = p.arrivals + 2 * cu.tile + wg;
-      const bool last = atomicAdd(arrivals, 1) == p.work.segs - 1;
-      if (last) *arrivals = 0;  // ready for the next call
-      last_arrival[wg] = last;
-      __threadfence();
+    ptx::mbar_arrive(&done_full[done_slot]);
+    if (++done_slot == kDoneSlots) {
+      done_slot = 0;
+      done_phase ^= 1;
     }
-    wg_barrier();
-    if (!last_arrival[wg]) return;
-    const float* slots = p.partial + (long long)cu.tile * p.work.segs * kRows;
-    float s0 = 0.f, s1 = 0.f;
-    for (int i0 = t; i0 < p.work.segs; i0 += 4 * 8) {
-      float v0[8], v1[8];
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        const int i = i0 + 4 * q;
-        v0[q] = i < p.work.segs ? __ldcg(slots + (long long)i * kRows + r0) : 0.f;
-        v1[q] = i < p.work.segs ? __ldcg(slots + (long long)i * kRows + r1) : 0.f;
-      }
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        s0 += v0[q];
-        s1 += v1[q];
-      }
-    }
-    s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
-    s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
-    s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
-    s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
-    if (t == 0) store(cu, s0, s1);
   };
-
   // Applies the scales of a finished group; at a chunk's end frees its stage,
   // at an item's end stores the rows or leaves a partial.
   float acc0 = 0.f, acc1 = 0.f;
@@ -443,7 +460,12 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     if (p.work.segs == 1) {
       if (t == 0) store(cu, acc0, acc1);
     } else {
-      finish_cut_tile(cu, acc0, acc1);
+      if (t == 0) {
+        float* part = p.partial + (long long)cu.item * kRows;
+        part[r0] = acc0;
+        part[r1] = acc1;
+      }
+      hand_over(cu.item);
     }
     acc0 = acc1 = 0.f;
   };
@@ -455,7 +477,6 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   fc.item = -1;
   Operands o0, o1;
   float d[4];
-  if (!fetch(fc, o0)) return;
   auto step = [&](Operands& cur, Operands& nxt) {
     const Position at = fc;
     issue(at, cur, d);
@@ -467,8 +488,10 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     finish(at, cur, d);
     return more;
   };
-  while (step(o0, o1) && step(o1, o0)) {
-  }
+  if (fetch(fc, o0))
+    while (step(o0, o1) && step(o1, o0)) {
+    }
+  hand_over(-1);
 }
 
 }  // namespace kestrel

@@ -30,10 +30,10 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 320;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
-int smem_bytes(int stages) { return 256 + stages * kStageBytes; }
+int smem_bytes(int stages) { return 512 + stages * kStageBytes; }
 
 // Chunks per item: the heuristic gives each CTA about kItemsPerCta items, so
 // the ones on faster SMs can take more, without making the partial sums of
@@ -54,6 +54,9 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
     return "config: stages must be 2..5, got " + std::to_string(cfg.stages);
   if (cfg.ctas_per_sm != 1 && cfg.ctas_per_sm != 2)
     return "config: ctas_per_sm must be 1 or 2, got " + std::to_string(cfg.ctas_per_sm);
+  if (cfg.chunks_per_item < 0 || cfg.chunks_per_item > 128)
+    return "config: chunks_per_item must be 0 (heuristic) or 1..128, got " +
+           std::to_string(cfg.chunks_per_item);
   if (!check_aligned(p.a.values, 16, "a.values").ok() || shape3(p.a.values).row_stride % 16 != 0)
     return "a.values: the wgmma GEMV loads rows by TMA: base, row and batch strides must be "
            "multiples of 16 bytes";
@@ -65,9 +68,6 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
     if (!check_aligned(p.a.scales, 4, "a.scales").ok())
       return "a.scales: linear scale rows must be 4-byte aligned for the wgmma GEMV";
   }
-  if (cfg.chunks_per_item < 0 || cfg.chunks_per_item > 128)
-    return "config: chunks_per_item must be 0 (heuristic) or 1..128, got " +
-           std::to_string(cfg.chunks_per_item);
   const int64_t units = (p.m + kRows - 1) / kRows * p.batches * ((p.k + kChunk - 1) / kChunk);
   if (units > INT32_MAX)
     return "M * L * K: the wgmma GEMV numbers its " + std::to_string(units) +
@@ -75,7 +75,7 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
   const int smem = smem_bytes(cfg.stages);
   if (smem > dev.max_smem_per_block_optin)
     return "config: " + cfg.describe() + " needs " + std::to_string(smem) +
-           " bytes of shared memory at this K, the GPU allows " +
+           " bytes of shared memory, the GPU allows " +
            std::to_string(dev.max_smem_per_block_optin);
   return "";
 }
@@ -123,18 +123,19 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   p.ctas = std::min(p.items, resident);
   shape.grid = dim3(unsigned(p.ctas));
 
-  // The item counters, the per-tile arrival counters (both left zero by every
-  // call) and, for cut tiles, one slot of partial row sums per item.
-  const size_t counter_bytes = 16;
-  const size_t arrival_bytes = segs > 1 ? (size_t(tiles) * 2 * sizeof(int) + 15) / 16 * 16 : 0;
-  const size_t partial_bytes = segs > 1 ? size_t(p.items) * kRows * sizeof(float) : 0;
-  void* ws = nullptr;
-  KESTREL_RETURN_IF_ERROR(
-      rt::stream_workspace(stream, counter_bytes + arrival_bytes + partial_bytes, &ws));
-  char* w = static_cast<char*>(ws);
-  p.counters = reinterpret_cast<int*>(w);
-  p.arrivals = reinterpret_cast<int*>(w + counter_bytes);
-  p.partial = reinterpret_cast<float*>(w + counter_bytes + arrival_bytes);
+  // The item counters and the per-tile arrival counters (left zero by every
+  // call), and for cut tiles one slot of partial row sums per item.
+  void* counters = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
+      stream, (2 + (segs > 1 ? size_t(tiles) : 0)) * sizeof(int), &counters));
+  p.counters = static_cast<int*>(counters);
+  p.arrivals = p.counters + 2;
+  if (segs > 1) {
+    void* partial = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(p.items) * kRows * sizeof(float),
+                                                 &partial, rt::WorkspaceUse::kScratch));
+    p.partial = static_cast<float*>(partial);
+  }
   return kernel(shape, stream, map_a, p);
 }
 

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "runtime/cuda_check.h"
@@ -44,17 +45,17 @@ Status StreamScratch::allocate(size_t bytes, cudaStream_t stream) {
   return Status::Ok();
 }
 
-Status stream_workspace(cudaStream_t stream, size_t bytes, void** out) {
+Status stream_workspace(cudaStream_t stream, size_t bytes, void** out, WorkspaceUse use) {
   struct Buffer {
     void* ptr = nullptr;
     size_t bytes = 0;
   };
   static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, Buffer> buffers;
+  static std::map<std::tuple<int, cudaStream_t, WorkspaceUse>, Buffer> buffers;
   int dev = 0;
   KESTREL_CUDA_RETURN(cudaGetDevice(&dev));
   std::lock_guard<std::mutex> lock(mu);
-  Buffer& b = buffers[{dev, stream}];
+  Buffer& b = buffers[{dev, stream, use}];
   if (b.bytes < bytes) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     KESTREL_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture));
@@ -66,7 +67,7 @@ Status stream_workspace(cudaStream_t stream, size_t bytes, void** out) {
     if (b.ptr) KESTREL_CUDA_RETURN(cudaFreeAsync(b.ptr, stream));
     b = Buffer{};
     KESTREL_CUDA_RETURN(cudaMallocAsync(&b.ptr, bytes, stream));
-    KESTREL_CUDA_RETURN(cudaMemsetAsync(b.ptr, 0, bytes, stream));
+    if (use == WorkspaceUse::kCounters) KESTREL_CUDA_RETURN(cudaMemsetAsync(b.ptr, 0, bytes, stream));
     b.bytes = bytes;
   }
   *out = b.ptr;

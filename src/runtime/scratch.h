@@ -26,10 +26,17 @@ class StreamScratch {
   cudaStream_t stream_ = nullptr;
 };
 
-// A zero-initialised buffer of (device, stream) that persists across calls,
-// for kernels that leave it as they found it (counters reset by their last
-// user). Grows on demand, stream-ordered; it cannot grow while the stream is
-// being captured into a graph (a first call outside the capture sizes it).
-Status stream_workspace(cudaStream_t stream, size_t bytes, void** out);
+enum class WorkspaceUse {
+  kCounters,  // zero-initialised; every kernel leaves it zero (counters reset by their last user)
+  kScratch,   // any contents; a kernel writes what it reads
+};
+
+// A buffer per (device, stream, use) that persists across calls. Grows on
+// demand, stream-ordered; it cannot grow while the stream is being captured
+// into a graph (a first call outside the capture sizes it). Counters and
+// scratch data never share a buffer: data left behind by one call would be
+// another call's counters.
+Status stream_workspace(cudaStream_t stream, size_t bytes, void** out,
+                        WorkspaceUse use = WorkspaceUse::kCounters);
 
 }  // namespace kestrel::rt
