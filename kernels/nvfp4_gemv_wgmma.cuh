@@ -263,10 +263,15 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         phase ^= 1;
       }
     };
+    // Items are claimed two ahead: a claim's round trip to L2 must not hold
+    // up the loads when items are a single chunk. (Claims are taken in
+    // order, so once one is past the end, every later one is too.)
+    unsigned* claims = reinterpret_cast<unsigned*>(p.counters);
+    int claimed_next = 0;
+    if (lane == 0) claimed_next = int(ptx::atomic_inc_unaggregated(claims));
     for (int item = blockIdx.x; item < p.items;) {
-      // The next item is claimed now; its number is needed only after this one.
       int claimed = 0;
-      if (lane == 0) claimed = atomicAdd(p.counters, 1);
+      if (lane == 0) claimed = int(ptx::atomic_inc_unaggregated(claims));
       const SplitKItems::Item it = p.work.at(item);
       const uint8_t* brow = p.o.b + it.l * p.o.b_batch;
       const uint8_t* srow = p.o.sfb + it.l * p.o.sfb_batch;
@@ -335,7 +340,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         ptx::mbar_arrive(&full[stage]);
         advance();
       }
-      item = p.ctas + __shfl_sync(0xffffffffu, claimed, 0);
+      item = p.ctas + __shfl_sync(0xffffffffu, claimed_next, 0);
+      claimed_next = claimed;
     }
     // No more items: a tag that says so.
     wait_stage();

@@ -4,6 +4,17 @@
 
 namespace kestrel::ptx {
 
+// Relaxed GPU-scope atomic increment, returning the old value. ptxas
+// aggregates an atomic add over the warp and broadcasts its result at once,
+// which waits out the round trip that a claim made ahead of time is meant to
+// hide; an increment with a wrap bound below 2^32 - 1 is not aggregated
+// (counts past 2^31 - 1 wrap to 0).
+__device__ __forceinline__ unsigned atomic_inc_unaggregated(unsigned* p) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.inc.u32 %0, [%1], 0x7fffffff;" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
+
 // 16-byte streaming load: read once, keep it out of L1.
 __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
   uint4 v;

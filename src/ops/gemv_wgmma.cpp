@@ -69,9 +69,9 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
       return "a.scales: linear scale rows must be 4-byte aligned for the wgmma GEMV";
   }
   const int64_t units = (p.m + kRows - 1) / kRows * p.batches * ((p.k + kChunk - 1) / kChunk);
-  if (units > INT32_MAX)
+  if (units > (int64_t(1) << 30))
     return "M * L * K: the wgmma GEMV numbers its " + std::to_string(units) +
-           " (row tile, chunk) units with 32-bit integers";
+           " (row tile, chunk) units and their claims with 31-bit counters";
   const int smem = smem_bytes(cfg.stages);
   if (smem > dev.max_smem_per_block_optin)
     return "config: " + cfg.describe() + " needs " + std::to_string(smem) +
