@@ -26,7 +26,7 @@ struct GemvConfig {
   int ctas_per_sm = 2;  // kWgmma: register budget for 1 or 2 CTAs per SM (2 needs stages 2)
   // kWgmma: 512-value chunks per work item (CTAs take items at run time; a
   // row tile cut into several items is summed from their partials): 0 picks
-  // about six items per CTA, else 1..128.
+  // 2, or the whole row when it has at most 4 chunks; else 1..128.
   int chunks_per_item = 0;
   int row_tiles = 2;  // kRegister: 16-row tiles per CTA: 1, 2, 4 or 8
   int warps = 8;      // kRegister: warps per CTA (a multiple of row_tiles): 4, 8 or 16

@@ -82,11 +82,11 @@ std::vector<GemvConfig> gemv_config_space() {
 }
 
 GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
-  // Measured on an H100 (BENCHMARKS.md): the wgmma kernel is ahead on long
-  // rows with many of them (M 7168 K 16384: 36.0 vs 38.0 us; M 4096 K 7168
-  // L 8: 60.6 vs 63.5 us) and behind on short rows or few rows (M 7168 K 2048
-  // L 4: 26.9 vs 23.4 us; M 1024 K 16384: 17.2 vs 14.0 us).
-  return k >= 4096 && m * batches >= 4096 ? GemvKernel::kWgmma : GemvKernel::kRegister;
+  // Measured on an H100 (BENCHMARKS.md, 2026-11-22): the wgmma kernel is
+  // ahead with many rows (M 7168 K 16384: 35.8 vs 37.7 us; M 4096 K 7168
+  // L 8: 56.6 vs 63.6; M 7168 K 2048 L 4: 21.5 vs 23.3) and behind with few
+  // (M 1024 K 16384: 14.3 vs 13.6 us for the register kernel's K split).
+  return k >= 2048 && m * batches >= 4096 ? GemvKernel::kWgmma : GemvKernel::kRegister;
 }
 
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,

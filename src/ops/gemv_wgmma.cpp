@@ -35,13 +35,14 @@ constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages) { return 512 + stages * kStageBytes; }
 
-// Chunks per item: the heuristic gives each CTA about kItemsPerCta items, so
-// the ones on faster SMs can take more, without making the partial sums of
-// cut tiles (512 bytes per item) a noticeable part of the traffic.
-int seg_chunks_for(const GemvConfig& cfg, int64_t units, int ctas, int chunks) {
-  constexpr int64_t kItemsPerCta = 6;
-  const int64_t s = cfg.chunks_per_item ? cfg.chunks_per_item : units / (kItemsPerCta * ctas);
-  return int(std::clamp<int64_t>(s, 1, chunks));
+// Chunks per item. Measured on an H100 (BENCHMARKS.md, 2026-11-22): two
+// chunks beat one on every seed shape (one: a transition per 32 KB, and
+// twice the partial slots to add), and beat four wherever a tile has more
+// than four chunks (M 4096 K 7168 L 8: 56.6 vs 61.1 us); a tile of up to
+// four chunks is best taken whole (M 7168 K 2048 L 4: 21.5 vs 23.8 us).
+int seg_chunks_for(const GemvConfig& cfg, int chunks) {
+  if (cfg.chunks_per_item) return std::min(cfg.chunks_per_item, chunks);
+  return chunks <= 4 ? chunks : 2;
 }
 
 }  // namespace
@@ -104,7 +105,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   const int tiles_m = int((pr.m + kRows - 1) / kRows);
   const int chunks = int((pr.k + kChunk - 1) / kChunk);
   p.groups = int((pr.k + kGroup - 1) / kGroup);
-  const int64_t tiles = int64_t(tiles_m) * pr.batches, units = tiles * chunks;
+  const int64_t tiles = int64_t(tiles_m) * pr.batches;
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
@@ -116,7 +117,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
-  const int seg_chunks = seg_chunks_for(cfg, units, int(std::min<int64_t>(units, resident)), chunks);
+  const int seg_chunks = seg_chunks_for(cfg, chunks);
   const int segs = (chunks + seg_chunks - 1) / seg_chunks;
   p.work = SplitKItems{tiles_m, chunks, seg_chunks, segs};
   p.items = int(tiles * segs);
