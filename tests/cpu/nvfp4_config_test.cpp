@@ -42,13 +42,14 @@ TEST(Nvfp4Config, GemvHeuristicPicksAreInTheSpace) {
       }
 }
 
-// The kernel choice BENCHMARKS.md measured: wgmma on many long rows, the
-// register kernel on short or few rows.
+// The kernel choice BENCHMARKS.md measured: wgmma on many rows of K >= 2048,
+// the register kernel on few or short rows.
 TEST(Nvfp4Config, GemvKernelChoiceFollowsTheMeasurements) {
   EXPECT_EQ(gemv_default_kernel(7168, 16384, 1), GemvKernel::kWgmma);
   EXPECT_EQ(gemv_default_kernel(4096, 7168, 8), GemvKernel::kWgmma);
-  EXPECT_EQ(gemv_default_kernel(7168, 2048, 4), GemvKernel::kRegister);
+  EXPECT_EQ(gemv_default_kernel(7168, 2048, 4), GemvKernel::kWgmma);
   EXPECT_EQ(gemv_default_kernel(1024, 16384, 1), GemvKernel::kRegister);
+  EXPECT_EQ(gemv_default_kernel(7168, 1024, 4), GemvKernel::kRegister);
 }
 
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
