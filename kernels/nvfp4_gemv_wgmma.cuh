@@ -246,131 +246,105 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
 
   if (warp == kProducerWarp) {
     // ================= Load: the producer warp =================
-    // Per chunk: wait for its stage, load A and A's scales, build the B
-    // tiles from registers and write the chunk tag. The B words and scale
-    // codes (L2-resident) are read into registers one chunk ahead, so their
-    // round trip does not delay the next stage's loads. (Loads run no further
-    // ahead: consumers release a chunk only once they have fetched the next
-    // one, so a load that waits for a stage must come after the previous
-    // chunk's B.)
+    // Per chunk: read its B words and scale codes (L2-resident) into
+    // registers, wait for its stage, load A and A's scales, build the B tiles
+    // and the chunk tag. (Loads run no further ahead: consumers release a
+    // chunk only once they have fetched the next one, so a load that waits
+    // for a stage must come after the previous chunk's B.)
     ptx::prefetch_tma_map(&tmap_a);
     int stage = 0, phase = 0, issued = 0;
-    // Items are claimed two ahead: a claim's round trip to L2 must not hold
-    // up the loads when items are a single chunk. (Claims are taken in
-    // order, so once one is past the end, every later one is too.)
-    unsigned* claims = reinterpret_cast<unsigned*>(p.counters);
-    int claimed_next = 0, claimed = 0;
-    if (lane == 0) {
-      claimed_next = int(ptx::atomic_inc_unaggregated(claims));
-      claimed = int(ptx::atomic_inc_unaggregated(claims));
-    }
-    struct Chunk {
-      int item, c;
-      SplitKItems::Item it;
-    };
-    // Lane i's share of a chunk's B: words i and i + 32, block scale i.
-    struct BPart {
-      uint32_t w[2], scale;
-    };
-    auto read_b = [&](const Chunk& ch) {
-      BPart b;
-      const uint32_t* brow = reinterpret_cast<const uint32_t*>(p.o.b + ch.it.l * p.o.b_batch);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int word = ch.c * 64 + lane + 32 * h;
-        b.w[h] = word < p.o.k / 8 ? __ldg(brow + word) : 0u;
-      }
-      const int kb = ch.c * 32 + lane;
-      b.scale = 0;
-      if (kb < kblocks)
-        b.scale = B_BLOCKED ? __ldg(p.o.sfb + blocked_scale_index(ch.it.l, 0, kb, p.o.b_rows, kblocks))
-                            : __ldg(p.o.sfb + ch.it.l * p.o.sfb_batch + kb);
-      return b;
-    };
-    auto next_chunk = [&](const Chunk& ch) {
-      if (ch.c + 1 < ch.it.c_end) return Chunk{ch.item, ch.c + 1, ch.it};
-      Chunk n;
-      n.item = p.ctas + __shfl_sync(0xffffffffu, claimed_next, 0);
-      claimed_next = claimed;
-      if (lane == 0 && n.item < p.items) claimed = int(ptx::atomic_inc_unaggregated(claims));
-      if (n.item < p.items) {
-        n.it = p.work.at(n.item);
-        n.c = n.it.c_begin;
-      }
-      return n;
-    };
-
-    Chunk cur;
-    cur.item = blockIdx.x;
-    cur.it = p.work.at(cur.item);
-    cur.c = cur.it.c_begin;
-    BPart b_cur = read_b(cur);
-    while (true) {
-      const Chunk nxt = next_chunk(cur);
+    auto wait_stage = [&] {
       if (issued >= STAGES) ptx::mbar_wait(&empty[stage], phase ^ 1);
-      uint8_t* st = ring + stage * kStageBytes;
-      const int c = cur.c, l = cur.it.l, mt = cur.it.mt;
-      // A by TMA (rows past M and K past the row end are zero-filled); its
-      // scales by bulk copy (blocked) or 4-byte cp.async (linear).
-      if (lane == 0) {
-        uint32_t bytes = kABytes;
-        const int kt0 = 8 * c, k_tiles = (kblocks + 3) / 4;
-        const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
-        if constexpr (A_BLOCKED) bytes += sa_bulk;
-        ptx::mbar_expect_tx(&full[stage], bytes);
-        ptx::tma_load_3d(st, &tmap_a, &full[stage], c * (kABytes / kRows), mt * kRows, l);
-        if constexpr (A_BLOCKED)
-          ptx::bulk_load(st + kABytes + kBBytes,
-                         p.o.sfa + blocked_scale_index(l, (long long)mt * kRows, 4LL * kt0, p.o.m,
-                                                      kblocks),
-                         sa_bulk, &full[stage]);
-        tags[stage] = ChunkTag{cur.item, c};
-      }
-      if constexpr (!A_BLOCKED) {
-        const uint8_t* sfa = p.o.sfa + l * p.o.sfa_batch;
-#pragma unroll
-        for (int i = 0; i < kRows / 32; ++i) {
-          const int r = lane + 32 * i, row = mt * kRows + r;
-#pragma unroll
-          for (int w = 0; w < 8; ++w) {
-            const int kbw = 32 * c + 4 * w;
-            if (row < p.o.m && kbw < kblocks)
-              ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
-                              sfa + (long long)row * p.o.sfa_row + kbw);
-          }
-        }
-        ptx::cp_async_arrive_noinc(&full[stage]);
-      }
-      const bool more = nxt.item < p.items;
-      BPart b_nxt{};
-      if (more) b_nxt = read_b(nxt);
-      // B: the chunk's 64 words (16 per group) become the live words of the
-      // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int q = lane + 32 * h;
-        const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, hb = blk % 2;
-        uint32_t even, odd;
-        decode_fp4x8_e4m3(b_cur.w[h], even, odd);
-        uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, hb);
-        *reinterpret_cast<uint32_t*>(bt + (2 * half) * 256) = even;
-        *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * 256) = odd;
-      }
-      reinterpret_cast<float*>(st + kABytes + kBBytes + kSABytes)[lane] =
-          c * 32 + lane < kblocks ? e4m3_to_float(uint8_t(b_cur.scale)) : 0.f;
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(&full[stage]);
+    };
+    auto advance = [&] {
       ++issued;
       if (++stage == STAGES) {
         stage = 0;
         phase ^= 1;
       }
-      if (!more) break;
-      cur = nxt;
-      b_cur = b_nxt;
+    };
+    // Items are claimed two ahead: a claim's round trip to L2 must not hold
+    // up the loads when items are a single chunk. (Claims are taken in
+    // order, so once one is past the end, every later one is too.)
+    unsigned* claims = reinterpret_cast<unsigned*>(p.counters);
+    int claimed_next = 0;
+    if (lane == 0) claimed_next = int(ptx::atomic_inc_unaggregated(claims));
+    for (int item = blockIdx.x; item < p.items;) {
+      int claimed = 0;
+      if (lane == 0) claimed = int(ptx::atomic_inc_unaggregated(claims));
+      const SplitKItems::Item it = p.work.at(item);
+      const uint8_t* brow = p.o.b + it.l * p.o.b_batch;
+      const uint8_t* srow = p.o.sfb + it.l * p.o.sfb_batch;
+      for (int c = it.c_begin; c < it.c_end; ++c) {
+        // B: lane i holds words i and i + 32 of the chunk and block scale i.
+        uint32_t bw[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int word = c * 64 + lane + 32 * h;
+          bw[h] = word < p.o.k / 8 ? __ldg(reinterpret_cast<const uint32_t*>(brow) + word) : 0u;
+        }
+        const int kb = c * 32 + lane;
+        uint32_t sb_code = 0;
+        if (kb < kblocks)
+          sb_code = B_BLOCKED ? __ldg(p.o.sfb + blocked_scale_index(it.l, 0, kb, p.o.b_rows, kblocks))
+                              : __ldg(srow + kb);
+
+        wait_stage();
+        uint8_t* st = ring + stage * kStageBytes;
+        // A by TMA (rows past M and K past the row end are zero-filled); its
+        // scales by bulk copy (blocked) or 4-byte cp.async (linear).
+        if (lane == 0) {
+          uint32_t bytes = kABytes;
+          const int kt0 = 8 * c, k_tiles = (kblocks + 3) / 4;
+          const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
+          if constexpr (A_BLOCKED) bytes += sa_bulk;
+          ptx::mbar_expect_tx(&full[stage], bytes);
+          ptx::tma_load_3d(st, &tmap_a, &full[stage], c * (kABytes / kRows), it.mt * kRows, it.l);
+          if constexpr (A_BLOCKED)
+            ptx::bulk_load(st + kABytes + kBBytes,
+                           p.o.sfa + blocked_scale_index(it.l, (long long)it.mt * kRows, 4LL * kt0,
+                                                        p.o.m, kblocks),
+                           sa_bulk, &full[stage]);
+          tags[stage] = ChunkTag{item, c};
+        }
+        if constexpr (!A_BLOCKED) {
+          const uint8_t* sfa = p.o.sfa + it.l * p.o.sfa_batch;
+#pragma unroll
+          for (int i = 0; i < kRows / 32; ++i) {
+            const int r = lane + 32 * i, row = it.mt * kRows + r;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) {
+              const int kbw = 32 * c + 4 * w;
+              if (row < p.o.m && kbw < kblocks)
+                ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
+                                sfa + (long long)row * p.o.sfa_row + kbw);
+            }
+          }
+          ptx::cp_async_arrive_noinc(&full[stage]);
+        }
+        // B: the chunk's 64 words (16 per group) become the live words of the
+        // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int q = lane + 32 * h;
+          const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, hb = blk % 2;
+          uint32_t even, odd;
+          decode_fp4x8_e4m3(bw[h], even, odd);
+          uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, hb);
+          *reinterpret_cast<uint32_t*>(bt + (2 * half) * 256) = even;
+          *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * 256) = odd;
+        }
+        reinterpret_cast<float*>(st + kABytes + kBBytes + kSABytes)[lane] =
+            kb < kblocks ? e4m3_to_float(uint8_t(sb_code)) : 0.f;
+        ptx::fence_proxy_async_smem();
+        ptx::mbar_arrive(&full[stage]);
+        advance();
+      }
+      item = p.ctas + __shfl_sync(0xffffffffu, claimed_next, 0);
+      claimed_next = claimed;
     }
     // No more items: a tag that says so.
-    if (issued >= STAGES) ptx::mbar_wait(&empty[stage], phase ^ 1);
+    wait_stage();
     if (lane == 0) tags[stage] = ChunkTag{-1, 0};
     if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
     ptx::mbar_arrive(&full[stage]);
