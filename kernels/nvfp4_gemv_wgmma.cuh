@@ -263,12 +263,10 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         phase ^= 1;
       }
     };
-    // Items are claimed two ahead: a claim's round trip to L2 must not hold
-    // up the loads when items are a single chunk. (Claims are taken in
-    // order, so once one is past the end, every later one is too.)
+    // The next item is claimed when this one starts and read when it ends,
+    // so the claim's round trip hides behind this item's loads. (Nothing may
+    // copy the claim in between: a register move waits for the atomic.)
     unsigned* claims = reinterpret_cast<unsigned*>(p.counters);
-    int claimed_next = 0;
-    if (lane == 0) claimed_next = int(ptx::atomic_inc_unaggregated(claims));
     for (int item = blockIdx.x; item < p.items;) {
       int claimed = 0;
       if (lane == 0) claimed = int(ptx::atomic_inc_unaggregated(claims));
@@ -340,8 +338,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         ptx::mbar_arrive(&full[stage]);
         advance();
       }
-      item = p.ctas + __shfl_sync(0xffffffffu, claimed_next, 0);
-      claimed_next = claimed;
+      item = p.ctas + __shfl_sync(0xffffffffu, claimed, 0);
     }
     // No more items: a tag that says so.
     wait_stage();
