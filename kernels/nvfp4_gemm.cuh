@@ -125,8 +125,10 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
   constexpr int kAcc = BN / 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  // 1024-byte alignment for the swizzled activation atoms.
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  // 1024-byte alignment for the swizzled activation atoms. (An offset from
+  // smem_raw, not a rounded integer: the pointer must stay visibly shared
+  // for the weight reads to compile to LDS rather than generic loads.)
+  uint8_t* smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
   uint8_t* x_smem = smem;                              // [STAGES][2 atoms][BN][128 B]
   uint8_t* w_smem = smem + STAGES * S::kXStageBytes;   // [STAGES][BM][64 B]
   uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStageBytes);
