@@ -32,10 +32,13 @@ Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View&
     return Status::Unsupported("dual_gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " +
                                dev->arch());
   if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
-  const GemmConfig cfg =
+  GemmConfig cfg =
       config ? *config
              : dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
+  if (!config)
+    KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
+        shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, &cfg));
   return ops::launch_nvfp4_gemm(a, b1, &b2, c, shape, cfg, stream);
 }
 

@@ -70,6 +70,22 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
                 map_w, map_w2, map_x, p);
 }
 
+Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
+                                     GemmConfig* cfg) {
+  while (cfg->split_k > 1) {
+    const rt::LaunchShape ls =
+        gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k, dual);
+    rt::Kernel kernel;
+    KESTREL_RETURN_IF_ERROR(rt::Kernel::get(gemm_kernel_spec(out, *cfg, w_blocked, dual), &kernel));
+    int resident = 0;
+    KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(ls, &resident));
+    const int64_t clusters = int64_t(ls.grid.x / ls.cluster.x) * ls.grid.y * ls.grid.z;
+    if (clusters <= resident) break;
+    cfg->split_k /= 2;
+  }
+  return Status::Ok();
+}
+
 }  // namespace ops
 
 std::string GemmConfig::describe() const {
@@ -128,10 +144,13 @@ Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
     return gemv_nvfp4(b, a, cv, stream);
   }
 
-  const GemmConfig cfg =
+  GemmConfig cfg =
       config ? *config
              : gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
+  if (!config)
+    KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
+        shape, c.dtype, b.layout == ScaleLayout::kBlocked, false, &cfg));
 
   return ops::launch_nvfp4_gemm(a, b, nullptr, c, shape, cfg, stream);
 }

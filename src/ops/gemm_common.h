@@ -48,6 +48,13 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, i
 
 // Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
 // with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.
+// A default configuration whose split-K clusters do not all fit on the GPU
+// at once would run a second wave as long as the first (clusters of 4 or 8
+// CTAs must sit in one GPC: 30 x 4 of an H100's 132 SMs): its split is
+// halved until they fit, or down to 1.
+Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
+                                     GemmConfig* cfg);
+
 Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2,
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
                          cudaStream_t stream);
