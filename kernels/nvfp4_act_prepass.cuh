@@ -14,6 +14,7 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
+#include "common/ptx.cuh"
 
 namespace kestrel {
 
@@ -46,6 +47,9 @@ __device__ __forceinline__ long long scale_off(const ActPrepassParams& p, int l,
 // writes 256 contiguous output bytes.
 template <bool BLOCKED>
 __global__ void __launch_bounds__(128) nvfp4_act_prepass_kernel(const __grid_constant__ ActPrepassParams p) {
+  // The GEMM waits for this kernel's output with griddepcontrol.wait; until
+  // then it may start its weight loads.
+  ptx::griddep_launch_dependents();
   const int l = blockIdx.y;
   const int blocks_per_row = p.kp / 128;
   const long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;

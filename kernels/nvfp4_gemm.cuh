@@ -161,10 +161,8 @@ __global__ void __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
       ptx::prefetch_tma_map(&tmap_w);
       ptx::prefetch_tma_map(&tmap_x);
-      for (int i = 0; i < n_iters; ++i) {
-        const int s = i % STAGES;
-        if (i >= STAGES) ptx::mbar_wait(&empty[s], ((i / STAGES) + 1) & 1);
-        const int kb = kb_begin + i;
+      auto load_w = [&](int i) {
+        const int s = i % STAGES, kb = kb_begin + i;
         ptx::mbar_arrive_expect_tx(&full[s], kWStageBytes + S::kXStageBytes);
         if constexpr (DUAL) {
           ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
@@ -175,9 +173,23 @@ __global__ void __launch_bounds__(384, 1)
           ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
                            tile_n * kBM, l);
         }
+      };
+      auto load_x = [&](int i) {
+        const int s = i % STAGES, kb = kb_begin + i;
         uint8_t* xs = x_smem + s * S::kXStageBytes;
         ptx::tma_load_3d(xs, &tmap_x, &full[s], kb * kBK, tile_m * BN, l);
         ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[s], kb * kBK + 64, tile_m * BN, l);
+      };
+      // The first stages' weights go out before the wait for the activation
+      // pre-pass (launched ahead of this kernel, which may overlap it).
+      const int first = min(STAGES, n_iters);
+      for (int i = 0; i < first; ++i) load_w(i);
+      ptx::griddep_wait();
+      for (int i = 0; i < first; ++i) load_x(i);
+      for (int i = first; i < n_iters; ++i) {
+        ptx::mbar_wait(&empty[i % STAGES], ((i / STAGES) + 1) & 1);
+        load_w(i);
+        load_x(i);
       }
     }
     if constexpr (SPLIT > 1) {  // the consumers' two cluster barriers
@@ -252,8 +264,56 @@ __global__ void __launch_bounds__(384, 1)
       release(i + 1);
     }
 
+    OUT* c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
+    // Accumulators a4 * 4 .. a4 * 4 + 3 of this thread: token columns
+    // a4 * 8 + 2t (+1) of rows g and g + 8.
+    auto store4 = [&](int a4, float4 v, float scale) {
+      const float e4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = row_g + (e / 2) * 8, tok = tile_m * BN + a4 * 8 + 2 * t + (e % 2);
+        if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(e4[e] * scale);
+      }
+    };
+
+    if constexpr (SPLIT > 1 && !DUAL) {
+      // ---- split-K, reduce-scatter: every CTA of the cluster adds the
+      // cluster's accumulators (in rank order) for 1/SPLIT of the tile's
+      // columns and stores them ----
+      constexpr int kAcc4 = kAcc / 4, kPer = (kAcc4 + SPLIT - 1) / SPLIT;
+      static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
+      float4* red = reinterpret_cast<float4*>(smem);  // reuses the stage buffers: [kAcc4][256]
+      const int ct = threadIdx.x - 128;
+      ptx::named_barrier(1, 256);  // both consumer warpgroups are done with the stages
+#pragma unroll
+      for (int a4 = 0; a4 < kAcc4; ++a4)
+        red[a4 * 256 + ct] = make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
+      ptx::cluster_sync();
+      const int a4_begin = crank * kPer, a4_end = min(kAcc4, a4_begin + kPer);
+      float4 sum[kPer];
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (a4_begin + j >= a4_end) break;
+        const uint32_t addr = ptx::smem_u32(red + (a4_begin + j) * 256 + ct);
+        sum[j] = ptx::ld_cluster_v4f32(ptx::map_shared_rank(addr, 0));
+#pragma unroll
+        for (int r = 1; r < SPLIT; ++r) {
+          const float4 v = ptx::ld_cluster_v4f32(ptx::map_shared_rank(addr, r));
+          sum[j].x += v.x;
+          sum[j].y += v.y;
+          sum[j].z += v.z;
+          sum[j].w += v.w;
+        }
+      }
+      ptx::cluster_sync();  // peers keep their shared memory until every rank has read it
+#pragma unroll
+      for (int j = 0; j < kPer; ++j)
+        if (a4_begin + j < a4_end) store4(a4_begin + j, sum[j], p.alpha);
+      return;
+    }
+
     // ---- split-K: the leader adds the other CTAs' accumulators in rank order ----
-    if constexpr (SPLIT > 1) {
+    if constexpr (SPLIT > 1) {  // dual: the leader adds the others' accumulators in rank order
       static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
       float* red = reinterpret_cast<float*>(smem);  // reuses the stage buffers: [kAcc][256]
       const int ct = threadIdx.x - 128;
@@ -296,15 +356,9 @@ __global__ void __launch_bounds__(384, 1)
       }
       scale = 1.0f;
     }
-    OUT* c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
 #pragma unroll
-    for (int i = 0; i < BN / 8; ++i) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = row_g + (e / 2) * 8, tok = tile_m * BN + i * 8 + 2 * t + (e % 2);
-        if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(acc[i * 4 + e] * scale);
-      }
-    }
+    for (int a4 = 0; a4 < BN / 8; ++a4)
+      store4(a4, make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]), scale);
   }
 }
 

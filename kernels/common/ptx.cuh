@@ -15,6 +15,15 @@ __device__ __forceinline__ unsigned atomic_inc_unaggregated(unsigned* p) {
   return old;
 }
 
+// Programmatic dependent launch: let the stream's next kernel (launched with
+// programmatic serialization) start, and, in that kernel, wait until this
+// one has finished and its writes are visible. Without the launch attribute
+// both are no-ops.
+__device__ __forceinline__ void griddep_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 // 16-byte streaming load: read once, keep it out of L1.
 __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
   uint4 v;

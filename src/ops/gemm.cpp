@@ -66,8 +66,11 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
-  return kernel(gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual), stream,
-                map_w, map_w2, map_x, p);
+  // Starts while the pre-pass runs: the weights' first stages load before
+  // the kernel waits for the pre-pass's output (griddepcontrol).
+  rt::LaunchShape ls = gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual);
+  ls.overlap_previous = true;
+  return kernel(ls, stream, map_w, map_w2, map_x, p);
 }
 
 Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,

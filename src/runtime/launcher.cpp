@@ -34,20 +34,26 @@ std::string key_of(const KernelSpec& spec, const std::string& arch) {
   return k;
 }
 
+// attrs: room for two attributes (cluster shape, programmatic serialization).
 cudaLaunchConfig_t launch_config(const LaunchShape& shape, cudaStream_t stream,
-                                 cudaLaunchAttribute* attr) {
+                                 cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = shape.grid;
   cfg.blockDim = shape.block;
   cfg.dynamicSmemBytes = shape.smem_bytes;
   cfg.stream = stream;
+  cfg.attrs = attrs;
   if (shape.cluster.x * shape.cluster.y * shape.cluster.z > 1) {
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = shape.cluster.x;
-    attr->val.clusterDim.y = shape.cluster.y;
-    attr->val.clusterDim.z = shape.cluster.z;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = shape.cluster.x;
+    a.val.clusterDim.y = shape.cluster.y;
+    a.val.clusterDim.z = shape.cluster.z;
+  }
+  if (shape.overlap_previous) {
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
   }
   return cfg;
 }
@@ -136,8 +142,10 @@ Status Kernel::max_active_clusters(const LaunchShape& shape, int* out) const {
 }
 
 Status Kernel::query_max_active_clusters(const LaunchShape& shape, int* out) const {
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = launch_config(shape, nullptr, &attr);
+  LaunchShape occupancy_shape = shape;
+  occupancy_shape.overlap_previous = false;
+  cudaLaunchAttribute attrs[2];
+  const cudaLaunchConfig_t cfg = launch_config(occupancy_shape, nullptr, attrs);
   if (cfg.numAttrs == 0) {  // no cluster: blocks per SM times SMs
     const DeviceInfo* dev = nullptr;
     KESTREL_RETURN_IF_ERROR(current_device(&dev));
@@ -156,8 +164,8 @@ Status Kernel::query_max_active_clusters(const LaunchShape& shape, int* out) con
 Status Kernel::launch(const LaunchShape& shape, cudaStream_t stream, void** args) const {
   KESTREL_RETURN_IF_ERROR(prepare(shape));
   const void* fn = reinterpret_cast<const void*>(handle_);
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = launch_config(shape, stream, &attr);
+  cudaLaunchAttribute attrs[2];
+  const cudaLaunchConfig_t cfg = launch_config(shape, stream, attrs);
   KESTREL_CUDA_RETURN(cudaLaunchKernelExC(&cfg, fn, args));
   return Status::Ok();
 }

@@ -13,6 +13,11 @@ struct LaunchShape {
   dim3 block{1, 1, 1};
   dim3 cluster{1, 1, 1};
   size_t smem_bytes = 0;
+  // Programmatic dependent launch: the kernel may start while the stream's
+  // previous kernel still runs (once that one's CTAs have all executed
+  // griddepcontrol.launch_dependents or exited), and must execute
+  // griddepcontrol.wait before it reads anything that kernel writes.
+  bool overlap_previous = false;
 };
 
 // A loaded kernel for the current device's architecture (compiled on first use,
