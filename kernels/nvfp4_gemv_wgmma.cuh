@@ -51,6 +51,7 @@ struct GemvWgmmaParams {
   SplitKItems work;
   int items, ctas;  // items = work.count(L); CTA c starts with item c
   int groups;       // groups of 128 values per row
+  int sfa_tma;      // linear A scales: 1 = by TMA (tmap_sfa), 0 = by 4-byte cp.async
 };
 
 namespace gemv_wgmma {
@@ -162,7 +163,7 @@ __device__ __forceinline__ void keep_alive(const Operands& o) {
 // an SM: twice the warps to hide the consumers' latencies.
 template <typename OUT, int STAGES, int CTAS_PER_SM, bool A_BLOCKED, bool B_BLOCKED>
 __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
-    nvfp4_gemv_wgmma_kernel(const __grid_constant__ TmaMap tmap_a,
+    nvfp4_gemv_wgmma_kernel(const __grid_constant__ TmaMap tmap_a, const __grid_constant__ TmaMap tmap_sfa,
                             const __grid_constant__ GemvWgmmaParams p) {
   using namespace gemv_wgmma;
   static_assert(STAGES <= 8, "the stage barriers fill the first 128 bytes of the header");
@@ -252,6 +253,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     // chunk only once they have fetched the next one, so a load that waits
     // for a stage must come after the previous chunk's B.)
     ptx::prefetch_tma_map(&tmap_a);
+    if (!A_BLOCKED && p.sfa_tma) ptx::prefetch_tma_map(&tmap_sfa);
     int stage = 0, phase = 0, issued = 0;
     auto wait_stage = [&] {
       if (issued >= STAGES) ptx::mbar_wait(&empty[stage], phase ^ 1);
@@ -290,14 +292,19 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         wait_stage();
         uint8_t* st = ring + stage * kStageBytes;
         // A by TMA (rows past M and K past the row end are zero-filled); its
-        // scales by bulk copy (blocked) or 4-byte cp.async (linear).
+        // scales by bulk copy (blocked), by TMA (linear, 16-byte aligned rows)
+        // or by 4-byte cp.async (other linear).
         if (lane == 0) {
           uint32_t bytes = kABytes;
           const int kt0 = 8 * c, k_tiles = (kblocks + 3) / 4;
           const uint32_t sa_bulk = uint32_t(min(8, k_tiles - kt0) * 512);
           if constexpr (A_BLOCKED) bytes += sa_bulk;
+          if (!A_BLOCKED && p.sfa_tma) bytes += kSABytes;
           ptx::mbar_expect_tx(&full[stage], bytes);
           ptx::tma_load_3d(st, &tmap_a, &full[stage], c * (kABytes / kRows), it.mt * kRows, it.l);
+          if (!A_BLOCKED && p.sfa_tma)
+            ptx::tma_load_3d(st + kABytes + kBBytes, &tmap_sfa, &full[stage], c * 32, it.mt * kRows,
+                             it.l);
           if constexpr (A_BLOCKED)
             ptx::bulk_load(st + kABytes + kBBytes,
                            p.o.sfa + blocked_scale_index(it.l, (long long)it.mt * kRows, 4LL * kt0,
@@ -305,7 +312,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
                            sa_bulk, &full[stage]);
           tags[stage] = ChunkTag{item, c};
         }
-        if constexpr (!A_BLOCKED) {
+        if (!A_BLOCKED && !p.sfa_tma) {
           const uint8_t* sfa = p.o.sfa + it.l * p.o.sfa_batch;
 #pragma unroll
           for (int i = 0; i < kRows / 32; ++i) {
@@ -318,8 +325,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
                                 sfa + (long long)row * p.o.sfa_row + kbw);
             }
           }
-          ptx::cp_async_arrive_noinc(&full[stage]);
         }
+        // (Linear: the barrier counts one cp.async arrival per lane either way.)
+        if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
         // B: the chunk's 64 words (16 per group) become the live words of the
         // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
 #pragma unroll

@@ -27,6 +27,7 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
   SplitKItems work;
   int items, ctas;
   int groups;
+  int sfa_tma;
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
@@ -99,6 +100,29 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   spec.box[2] = 1;
   CUtensorMap map_a;
   KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.values.data, spec, &map_a));
+  // Linear A scales by TMA too (128 rows x 32 codes per chunk, laid out as
+  // the cp.async path writes them) when base and strides are 16-byte aligned.
+  CUtensorMap map_sfa = map_a;  // unused unless sfa_tma
+  bool sfa_tma = false;
+  if (!a_blk) {
+    const Shape3 sv = shape3(a.scales);
+    const int64_t batch_stride = pr.batches > 1 ? sv.batch_stride : sv.row_stride * pr.m;
+    sfa_tma = reinterpret_cast<uintptr_t>(a.scales.data) % 16 == 0 && sv.row_stride % 16 == 0 &&
+              batch_stride % 16 == 0;
+    if (sfa_tma) {
+      rt::TmaMapSpec ss;
+      ss.rank = 3;
+      ss.dims[0] = uint64_t(pr.k / 16);
+      ss.dims[1] = uint64_t(pr.m);
+      ss.dims[2] = uint64_t(pr.batches);
+      ss.strides_bytes[0] = uint64_t(sv.row_stride);
+      ss.strides_bytes[1] = uint64_t(batch_stride);
+      ss.box[0] = kChunk / 16;
+      ss.box[1] = kRows;
+      ss.box[2] = 1;
+      KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.scales.data, ss, &map_sfa));
+    }
+  }
 
   WgmmaParams p{};
   p.o = gemv_operand_args(pr, 4096.0f);  // 2^12: two decodes of 2^-6
@@ -137,7 +161,8 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
                                                  &partial, rt::WorkspaceUse::kScratch));
     p.partial = static_cast<float*>(partial);
   }
-  return kernel(shape, stream, map_a, p);
+  p.sfa_tma = sfa_tma ? 1 : 0;
+  return kernel(shape, stream, map_a, map_sfa, p);
 }
 
 }  // namespace kestrel::ops
