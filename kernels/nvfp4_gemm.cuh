@@ -213,12 +213,20 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
 
+    // Blocks b0 = 8 kb + 2t and b0 + 1 of a row are adjacent bytes in both
+    // scale layouts, and stage kb + 1's are kScaleStep bytes on: the row
+    // offsets are computed once, not per stage.
+    constexpr int kScaleStep = W_BLOCKED ? 1024 : 8;
+    const uint8_t* sc_g = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g, 2 * t);
+    const uint8_t* sc_g8 = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g8, 2 * t);
+    const bool live_g = row_g < p.n, live_g8 = row_g8 < p.n;
     auto load_scales = [&](int kb, WScales& sc) {
-      const int b0 = kb * 8 + 2 * t, b1 = b0 + 1;
-      sc.code[0] = (row_g < p.n && b0 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g, b0)) : 0u;
-      sc.code[1] = (row_g < p.n && b1 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g, b1)) : 0u;
-      sc.code[2] = (row_g8 < p.n && b0 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g8, b0)) : 0u;
-      sc.code[3] = (row_g8 < p.n && b1 < kblocks) ? __ldg(sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g8, b1)) : 0u;
+      const int b0 = kb * 8 + 2 * t, at = kb * kScaleStep;
+      const bool k0 = b0 < kblocks, k1 = b0 + 1 < kblocks;
+      sc.code[0] = live_g && k0 ? __ldg(sc_g + at) : 0u;
+      sc.code[1] = live_g && k1 ? __ldg(sc_g + at + 1) : 0u;
+      sc.code[2] = live_g8 && k0 ? __ldg(sc_g8 + at) : 0u;
+      sc.code[3] = live_g8 && k1 ? __ldg(sc_g8 + at + 1) : 0u;
     };
     auto issue = [&](int i, const WFrag& f) {
       const uint8_t* xs = x_smem + (i % STAGES) * S::kXStageBytes;
