@@ -66,9 +66,10 @@ __device__ __forceinline__ long long scale_off(const GemmParams& p, long long ba
   }
 }
 
-__device__ __forceinline__ uint32_t e4m3_splat_half2(uint32_t code) {
-  const __half2_raw h =
-      __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code | (code << 8)), __NV_E4M3);
+// Byte `which` of a pair of e4m3 codes as a half2 of that scale twice.
+__device__ __forceinline__ uint32_t e4m3_splat_half2(uint32_t pair, int which) {
+  const uint32_t twice = __byte_perm(pair, 0, which ? 0x1111 : 0x0000);
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(twice & 0xffff), __NV_E4M3);
   return uint32_t(h.x) | (uint32_t(h.y) << 16);
 }
 
@@ -84,10 +85,10 @@ struct WFrag {
   uint32_t a[8][4];
 };
 
-// The four e4m3 scale codes a lane needs per stage: (row g | row g+8) x
-// (block 2t | 2t+1) of the stage's eight 16-value blocks.
+// The e4m3 scale codes a lane needs per stage: for row g and row g+8, the
+// pair (block 2t | block 2t+1 << 8) of the stage's eight 16-value blocks.
 struct WScales {
-  uint32_t code[4];
+  uint32_t pair[2];
 };
 
 __device__ __forceinline__ void decode_stage(const uint8_t* w_stage, int row_g, int t,
@@ -95,8 +96,8 @@ __device__ __forceinline__ void decode_stage(const uint8_t* w_stage, int row_g, 
   const uint4 r0 = *reinterpret_cast<const uint4*>(w_stage + row_g * 64 + t * 16);
   const uint4 r1 = *reinterpret_cast<const uint4*>(w_stage + (row_g + 8) * 64 + t * 16);
   const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
-  const uint32_t s0[2] = {e4m3_splat_half2(sc.code[0]), e4m3_splat_half2(sc.code[1])};
-  const uint32_t s1[2] = {e4m3_splat_half2(sc.code[2]), e4m3_splat_half2(sc.code[3])};
+  const uint32_t s0[2] = {e4m3_splat_half2(sc.pair[0], 0), e4m3_splat_half2(sc.pair[0], 1)};
+  const uint32_t s1[2] = {e4m3_splat_half2(sc.pair[1], 0), e4m3_splat_half2(sc.pair[1], 1)};
 #pragma unroll
   for (int wi = 0; wi < 4; ++wi) {
     uint32_t h0[4], h1[4];
@@ -217,16 +218,22 @@ __global__ void __launch_bounds__(384, 1)
     // scale layouts, and stage kb + 1's are kScaleStep bytes on: the row
     // offsets are computed once, not per stage.
     constexpr int kScaleStep = W_BLOCKED ? 1024 : 8;
-    const uint8_t* sc_g = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g, 2 * t);
-    const uint8_t* sc_g8 = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, row_g8, 2 * t);
+    // (32-bit offsets within the batch, which the host keeps under 2^31, so
+    // that they stay in registers instead of being recomputed per stage.)
+    const uint8_t* sc_l = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, 0, 0);
+    const uint32_t sc_g = uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, row_g, 2 * t));
+    const uint32_t sc_g8 = uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, row_g8, 2 * t));
     const bool live_g = row_g < p.n, live_g8 = row_g8 < p.n;
+    // One 2-byte load per row (the host checks that scale addresses are
+    // even). K is a multiple of 64, so blocks b0 (even) and b0 + 1 are both
+    // live or both past K.
     auto load_scales = [&](int kb, WScales& sc) {
-      const int b0 = kb * 8 + 2 * t, at = kb * kScaleStep;
-      const bool k0 = b0 < kblocks, k1 = b0 + 1 < kblocks;
-      sc.code[0] = live_g && k0 ? __ldg(sc_g + at) : 0u;
-      sc.code[1] = live_g && k1 ? __ldg(sc_g + at + 1) : 0u;
-      sc.code[2] = live_g8 && k0 ? __ldg(sc_g8 + at) : 0u;
-      sc.code[3] = live_g8 && k1 ? __ldg(sc_g8 + at + 1) : 0u;
+      const uint32_t at = uint32_t(kb) * kScaleStep;
+      const bool live_k = kb * 8 + 2 * t < kblocks;
+      const unsigned short* pg = reinterpret_cast<const unsigned short*>(sc_l + (sc_g + at));
+      const unsigned short* pg8 = reinterpret_cast<const unsigned short*>(sc_l + (sc_g8 + at));
+      sc.pair[0] = live_g && live_k ? __ldg(pg) : 0u;
+      sc.pair[1] = live_g8 && live_k ? __ldg(pg8) : 0u;
     };
     auto issue = [&](int i, const WFrag& f) {
       const uint8_t* xs = x_smem + (i % STAGES) * S::kXStageBytes;

@@ -25,7 +25,8 @@ std::vector<GemmConfig> gemm_config_space();
 GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count);
 
 // a: L x M x K NVFP4 (activations); b: L x N x K NVFP4 (weights, rows 16-byte
-// aligned); c: fp16 or bf16 [L][M][N] (or [M][N] when L = 1), any row stride.
+// aligned, scales at even addresses: base and batch stride); c: fp16 or bf16
+// [L][M][N] (or [M][N] when L = 1), any row stride.
 // K: a multiple of 64. M = 1 runs the GEMV kernel.
 // Runs a small pre-pass that expands A to fp16 in a stream-ordered scratch
 // allocation (cudaMallocAsync on `stream`).

@@ -54,6 +54,8 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   // TMA reads the packed weights: 16-byte aligned base and strides.
   KESTREL_RETURN_IF_ERROR(check_aligned(b.values, 16, "b.values"));
   KESTREL_RETURN_IF_ERROR(check_aligned(a.values, 4, "a.values"));
+  // The consumers read the scale codes of two adjacent blocks as one 2-byte load.
+  KESTREL_RETURN_IF_ERROR(check_aligned(b.scales, 2, "b.scales"));
   for (float g : {a.global_scale, b.global_scale})
     if (!(g == g)) return Status::InvalidArgument("global_scale: must not be NaN");
   *out = s;

@@ -202,6 +202,11 @@ TEST(GemmArgs, BadArgumentsNameTheRule) {
   EXPECT_NE(st.message().find("K: must be a multiple of 64"), std::string::npos) << st.message();
   st = gemm_nvfp4(a, b48, TensorView::dense(dummy, DType::kF16, {4, 8}), nullptr);
   EXPECT_NE(st.message().find("b: K"), std::string::npos) << st.message();
+  Nvfp4View b_odd = b;
+  b_odd.scales = TensorView::dense(dummy + 1, DType::kE4M3, {8, 4});
+  st = gemm_nvfp4(a, b_odd, TensorView::dense(dummy, DType::kF16, {4, 8}), nullptr);
+  EXPECT_NE(st.message().find("b.scales: data must be 2-byte aligned"), std::string::npos)
+      << st.message();
 }
 
 }  // namespace
