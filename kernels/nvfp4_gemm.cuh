@@ -218,8 +218,8 @@ __global__ void __launch_bounds__(384, 1)
     // scale layouts, and stage kb + 1's are kScaleStep bytes on: the row
     // offsets are computed once, not per stage.
     constexpr int kScaleStep = W_BLOCKED ? 1024 : 8;
-    // (32-bit offsets within the batch, which the host keeps under 2^31, so
-    // that they stay in registers instead of being recomputed per stage.)
+    // (32-bit offsets within the batch: the host keeps a batch's scales under
+    // 2^31 bytes.)
     const uint8_t* sc_l = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, 0, 0);
     const uint32_t sc_g = uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, row_g, 2 * t));
     const uint32_t sc_g8 = uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, row_g8, 2 * t));

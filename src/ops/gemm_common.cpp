@@ -54,8 +54,14 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   // TMA reads the packed weights: 16-byte aligned base and strides.
   KESTREL_RETURN_IF_ERROR(check_aligned(b.values, 16, "b.values"));
   KESTREL_RETURN_IF_ERROR(check_aligned(a.values, 4, "a.values"));
-  // The consumers read the scale codes of two adjacent blocks as one 2-byte load.
+  // The consumers read the scale codes of two adjacent blocks as one 2-byte
+  // load, at 32-bit offsets within the batch.
   KESTREL_RETURN_IF_ERROR(check_aligned(b.scales, 2, "b.scales"));
+  const int64_t scale_span = b.layout == ScaleLayout::kLinear
+                                 ? (s.n - 1) * shape3(b.scales).row_stride + s.k / 16
+                                 : (s.n + 127) / 128 * ((s.k + 63) / 64) * 512;
+  KESTREL_RETURN_IF_ERROR(
+      check_at_most(scale_span, INT32_MAX, "b.scales bytes per batch", "32-bit offsets"));
   for (float g : {a.global_scale, b.global_scale})
     if (!(g == g)) return Status::InvalidArgument("global_scale: must not be NaN");
   *out = s;
