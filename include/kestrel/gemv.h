@@ -11,7 +11,8 @@
 namespace kestrel {
 
 // Which GEMV kernel runs.
-// - kWgmma (sm_90): a TMA ring feeds fp8 tensor cores, stream-K over all SMs.
+// - kWgmma (sm_90): a TMA ring feeds fp8 tensor cores; split-K work items
+//   are claimed at run time by persistent CTAs on all SMs (deterministic).
 //   Needs 16-byte aligned rows of A (base, row and batch strides), 4-byte
 //   aligned B rows, and blocked A scales (16-byte aligned) or linear ones with
 //   K % 64 == 0 and 4-byte aligned rows.
@@ -52,9 +53,11 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
 // K: a multiple of 16, at most 65536. Scales: linear or blocked, per operand.
 // config: nullptr for the heuristic; a kWgmma config for operands that do not
 // meet its rules is an error naming the rule.
-// The kWgmma kernel keeps a small workspace per (device, stream), allocated
-// on the stream's first such call: inside CUDA-graph capture a call that
-// would need to grow it returns Unsupported, so call once before capturing.
+// The kWgmma kernel keeps two workspaces per (device, stream): item counters
+// (a few bytes per row tile) and, when rows are cut into several items, their
+// partial sums (512 bytes per item); both grow on demand, stream-ordered.
+// Inside CUDA-graph capture a call that would need to grow one returns
+// Unsupported, so call once with the largest shape before capturing.
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemvConfig* config = nullptr);
 

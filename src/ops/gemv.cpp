@@ -93,7 +93,7 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
                                GemvKernel kernel) {
   GemvConfig c;
   c.kernel = kernel;
-  if (kernel == GemvKernel::kWgmma) return c;  // stream-K: the split follows the SM count
+  if (kernel == GemvKernel::kWgmma) return c;  // items claimed at run time: no split to pick
   // Register kernel, measured on an H100 (BENCHMARKS.md): 32-row tiles
   // without a K split are the best on every seed shape; split K over a
   // cluster only while the work items alone cannot cover the SMs, keeping at
