@@ -38,6 +38,8 @@ struct GemmParams {
   int m, n, k;
   float alpha;   // global scales * 2^28 (both operands carry the decode's 2^-14)
   float alpha2;  // dual GEMM: the same for the second weight
+  float* partial;  // split-K through L2: [tile][rank][BN / 8][256] float4 accumulators
+  int* arrivals;   // split-K through L2: CTAs done per tile; zero between calls
 };
 
 namespace gemm {
@@ -117,13 +119,17 @@ __device__ __forceinline__ void decode_stage(const uint8_t* w_stage, int row_g, 
 // DUAL (the SwiGLU up-projection): the two consumer warpgroups take the same
 // 64 output columns of W1 and of W2 against one shared activation tile, and
 // the epilogue writes silu(alpha * acc1) * (alpha2 * acc2).
-template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL>
+// SPLIT_L2: the SPLIT CTAs of a tile are not a cluster; they leave their
+// accumulators in L2 and the last to arrive adds them (no co-scheduling, so
+// any split fits in one wave); else a cluster adds them over DSMEM.
+template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2>
 __global__ void __launch_bounds__(384, 1)
     nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
                       const __grid_constant__ TmaMap tmap_x, const __grid_constant__ GemmParams p) {
   using namespace gemm;
   using S = Smem<BN>;
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
+  static_assert(!(SPLIT_L2 && DUAL), "the dual GEMM splits K over a cluster only");
   constexpr int kAcc = BN / 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   // 1024-byte alignment for the swizzled activation atoms. (An offset from
@@ -137,7 +143,7 @@ __global__ void __launch_bounds__(384, 1)
 
   const int tile_n = blockIdx.x / SPLIT;
   constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
-  const int crank = SPLIT > 1 ? int(ptx::cluster_ctarank()) : 0;
+  const int crank = SPLIT == 1 ? 0 : SPLIT_L2 ? int(blockIdx.x % SPLIT) : int(ptx::cluster_ctarank());
   const int tile_m = blockIdx.y, l = blockIdx.z;
   const int k_stages = (p.k + kBK - 1) / kBK;
   const int kb_begin = int((long long)k_stages * crank / SPLIT);
@@ -193,7 +199,7 @@ __global__ void __launch_bounds__(384, 1)
         load_x(i);
       }
     }
-    if constexpr (SPLIT > 1) {  // the consumers' two cluster barriers
+    if constexpr (SPLIT > 1 && !SPLIT_L2) {  // the consumers' two cluster barriers
       ptx::cluster_sync();
       ptx::cluster_sync();
     }
@@ -290,6 +296,45 @@ __global__ void __launch_bounds__(384, 1)
         if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(e4[e] * scale);
       }
     };
+
+    if constexpr (SPLIT > 1 && SPLIT_L2) {
+      // ---- split-K through L2: every CTA leaves its accumulators in its
+      // slot; the last of the tile's CTAs to arrive adds the slots in rank
+      // order (the cluster path's order: the same sums) and stores ----
+      constexpr int kAcc4 = kAcc / 4;
+      const int ct = threadIdx.x - 128;
+      const long long tile_id = ((long long)l * gridDim.y + tile_m) * (gridDim.x / SPLIT) + tile_n;
+      float4* slots = reinterpret_cast<float4*>(p.partial) + tile_id * SPLIT * kAcc4 * 256;
+#pragma unroll
+      for (int a4 = 0; a4 < kAcc4; ++a4)
+        slots[((long long)crank * kAcc4 + a4) * 256 + ct] =
+            make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
+      __threadfence();
+      ptx::named_barrier(1, 256);  // both consumer warpgroups' slots are written
+      int* last_flag = reinterpret_cast<int*>(smem);  // the drained stage buffers
+      if (ct == 0) {
+        const bool last = atomicAdd(p.arrivals + tile_id, 1) == SPLIT - 1;
+        if (last) atomicExch(p.arrivals + tile_id, 0);  // ready for the next call
+        *last_flag = last;
+      }
+      ptx::named_barrier(1, 256);
+      if (!*last_flag) return;
+      __threadfence();
+#pragma unroll
+      for (int a4 = 0; a4 < kAcc4; ++a4) {
+        float4 sum = __ldcg(slots + (long long)a4 * 256 + ct);
+#pragma unroll
+        for (int r = 1; r < SPLIT; ++r) {
+          const float4 v = __ldcg(slots + ((long long)r * kAcc4 + a4) * 256 + ct);
+          sum.x += v.x;
+          sum.y += v.y;
+          sum.z += v.z;
+          sum.w += v.w;
+        }
+        store4(a4, sum, p.alpha);
+      }
+      return;
+    }
 
     if constexpr (SPLIT > 1 && !DUAL) {
       // ---- split-K, reduce-scatter: every CTA of the cluster adds the

@@ -15,9 +15,13 @@ namespace kestrel {
 struct GemmConfig {
   int block_n = 128;  // tokens (rows of A) per CTA tile: 8..256, one of gemm_block_n_choices()
   int stages = 4;     // shared-memory pipeline depth
-  int split_k = 1;    // CTAs of a cluster splitting K: 1, 2, 4 or 8
+  int split_k = 1;    // CTAs splitting K: 1, 2, 4 or 8
+  // split_k > 1: the CTAs of a tile add their accumulators through L2 (the
+  // last to arrive stores) instead of forming a cluster that adds them over
+  // DSMEM; no co-scheduling, so every split fits in one wave. Plain GEMM only.
+  bool split_l2 = false;
 
-  std::string describe() const;  // "bn128 s4 k1"
+  std::string describe() const;  // "bn128 s4 k1", "bn128 s4 k4 l2"
 };
 
 const std::vector<int>& gemm_block_n_choices();

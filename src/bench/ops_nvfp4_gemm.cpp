@@ -41,6 +41,7 @@ bool read_config(const Params& p, GemmConfig* cfg) {
   cfg->block_n = p.integer("bn") ? int(p.integer("bn")) : d.block_n;
   cfg->stages = p.integer("stages") ? int(p.integer("stages")) : d.stages;
   cfg->split_k = p.integer("split") ? int(p.integer("split")) : d.split_k;
+  cfg->split_l2 = p.integer("split_l2") != 0;
   return true;
 }
 
@@ -188,6 +189,7 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   v.push_back(config_param("bn", "config: tokens per CTA tile (0 = heuristic)"));
   v.push_back(config_param("stages", "config: pipeline stages (0 = heuristic)"));
   v.push_back(config_param("split", "config: CTAs splitting K (0 = heuristic)"));
+  v.push_back(config_param("split_l2", "config: 1 = split-K partials through L2, not a cluster"));
   return v;
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
 #include "runtime/launcher.h"
+#include "runtime/scratch.h"
 #include "runtime/tma.h"
 
 namespace kestrel {
@@ -27,6 +28,8 @@ struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
   long long c_batch, c_row;
   int m, n, k;
   float alpha, alpha2;
+  float* partial;
+  int* arrivals;
 };
 
 }  // namespace
@@ -66,9 +69,25 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
+  const bool split_l2 = cfg.split_l2 && cfg.split_k > 1;
+  if (split_l2) {
+    // Arrival counters (left zero by every call) and one slot of fp32
+    // accumulators per CTA: 256 threads x block_n / 2.
+    const int64_t tiles = ceil_div(shape.n, int64_t(kGemmBlockM)) *
+                          ceil_div(shape.m, int64_t(cfg.block_n)) * shape.batches;
+    void* arrivals = nullptr;
+    void* partial = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
+        stream, size_t(tiles) * cfg.split_k * 256 * (cfg.block_n / 2) * sizeof(float), &partial,
+        rt::WorkspaceUse::kScratch));
+    p.arrivals = static_cast<int*>(arrivals);
+    p.partial = static_cast<float*>(partial);
+  }
   // Starts while the pre-pass runs: the weights' first stages load before
   // the kernel waits for the pre-pass's output (griddepcontrol).
-  rt::LaunchShape ls = gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual);
+  rt::LaunchShape ls =
+      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual, split_l2);
   ls.overlap_previous = true;
   return kernel(ls, stream, map_w, map_w2, map_x, p);
 }
@@ -84,6 +103,13 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
     KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(ls, &resident));
     const int64_t clusters = int64_t(ls.grid.x / ls.cluster.x) * ls.grid.y * ls.grid.z;
     if (clusters <= resident) break;
+    // Without a cluster the same split fits if its CTAs do (one per SM).
+    const rt::DeviceInfo* dev = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+    if (!dual && clusters * cfg->split_k <= dev->sm_count) {
+      cfg->split_l2 = true;
+      break;
+    }
     cfg->split_k /= 2;
   }
   return Status::Ok();
@@ -93,7 +119,7 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
 
 std::string GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
-         std::to_string(split_k);
+         std::to_string(split_k) + (split_l2 && split_k > 1 ? " l2" : "");
 }
 
 const std::vector<int>& gemm_block_n_choices() {

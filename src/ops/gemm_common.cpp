@@ -124,12 +124,12 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) 
 }
 
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  bool dual) {
+                                  bool dual, bool split_l2) {
   rt::LaunchShape shape;
   shape.grid = dim3(unsigned(ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM) * split_k),
                     unsigned(ceil_div(s.m, block_n)), unsigned(s.batches));
   shape.block = dim3(384);
-  shape.cluster = dim3(unsigned(split_k), 1, 1);
+  shape.cluster = dim3(split_l2 ? 1u : unsigned(split_k), 1, 1);
   shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages));
   return shape;
 }

@@ -44,7 +44,7 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 
 // dual: the SwiGLU variant (64 output columns per CTA).
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  bool dual = false);
+                                  bool dual = false, bool split_l2 = false);
 
 // Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
 // with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.

@@ -139,6 +139,13 @@ TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }
+  // Split-K through L2 is the plain GEMM's only.
+  const Operands o = make_operands(c, 7);
+  GemmConfig l2{128, 4, 4};
+  l2.split_l2 = true;
+  Status st;
+  run_dual(c, o, &l2, &st);
+  EXPECT_NE(st.message().find("split_l2"), std::string::npos) << st.message();
 }
 
 TEST(DualGemmGpuGolden, MatchesGoldenCases) {

@@ -159,6 +159,11 @@ TEST(GemmGpuConfigs, EveryConfigFamilyMatchesReference) {
       if (cfg.split_k != 1 && cfg.block_n != 16 && cfg.block_n != 128) continue;
       SCOPED_TRACE(cfg.describe());
       check_case(c, &cfg);
+      if (cfg.split_k == 1) continue;
+      GemmConfig l2 = cfg;  // the same split through L2 instead of a cluster
+      l2.split_l2 = true;
+      SCOPED_TRACE(l2.describe());
+      check_case(c, &l2);
     }
   }
 }
