@@ -45,9 +45,9 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   CUtensorMap map_x, map_w, map_w2;
   KESTREL_RETURN_IF_ERROR(make_activation_map(x16.get(), shape, cfg.block_n, &map_x));
   const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;
-  KESTREL_RETURN_IF_ERROR(make_weight_map(b, shape, box_rows, &map_w));
+  KESTREL_RETURN_IF_ERROR(make_weight_map(b, box_rows, &map_w));
   if (dual) {
-    KESTREL_RETURN_IF_ERROR(make_weight_map(*b2, shape, box_rows, &map_w2));
+    KESTREL_RETURN_IF_ERROR(make_weight_map(*b2, box_rows, &map_w2));
   } else {
     map_w2 = map_w;
   }

@@ -5,6 +5,7 @@
 
 #include "kestrel/gemm.h"
 #include "ops/act_prepass.h"
+#include "ops/tma_views.h"
 #include "ops/validate.h"
 #include "runtime/tma.h"
 
@@ -82,20 +83,9 @@ Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceI
   return Status::Ok();
 }
 
-Status make_weight_map(const Nvfp4View& b, const GemmShape& s, int box_rows, CUtensorMap* out) {
-  const Shape3 wv = shape3(b.values);
-  rt::TmaMapSpec w;
-  w.dtype = CU_TENSOR_MAP_DATA_TYPE_UINT8;
-  w.rank = 3;
-  w.dims[0] = uint64_t(s.k / 2);
-  w.dims[1] = uint64_t(s.n);
-  w.dims[2] = uint64_t(s.batches);
-  w.strides_bytes[0] = uint64_t(wv.row_stride);
-  w.strides_bytes[1] = uint64_t(s.batches > 1 ? wv.batch_stride : wv.row_stride * s.n);
-  w.box[0] = kGemmBlockK / 2;
-  w.box[1] = uint32_t(box_rows);
-  w.box[2] = 1;
-  return rt::make_tma_map(b.values.data, w, out);
+Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out) {
+  const rt::TmaMapSpec spec = byte_rows_spec(b.values, kGemmBlockK / 2, uint32_t(box_rows));
+  return rt::make_tma_map(b.values.data, spec, out);
 }
 
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out) {

@@ -39,7 +39,7 @@ Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceI
 // The TMA map of the pre-passed fp16 activations.
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
 // The TMA map of packed weights, `box_rows` rows per load (128; 64 for dual).
-Status make_weight_map(const Nvfp4View& b, const GemmShape& s, int box_rows, CUtensorMap* out);
+Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
 void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 
 // dual: the SwiGLU variant (64 output columns per CTA).

@@ -7,6 +7,7 @@
 
 #include "ops/gemv_launch.h"
 #include "ops/nvfp4_kernel_specs.h"
+#include "ops/tma_views.h"
 #include "ops/validate.h"
 #include "runtime/launcher.h"
 #include "runtime/scratch.h"
@@ -85,43 +86,20 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
 Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStream_t stream) {
   const Nvfp4View &a = pr.a, &b = pr.b;
   const TensorView& c = pr.c;
-  const Shape3 av = shape3(a.values);
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
 
-  rt::TmaMapSpec spec;
-  spec.rank = 3;
-  spec.dims[0] = uint64_t(pr.k / 2);
-  spec.dims[1] = uint64_t(pr.m);
-  spec.dims[2] = uint64_t(pr.batches);
-  spec.strides_bytes[0] = uint64_t(av.row_stride);
-  spec.strides_bytes[1] = uint64_t(pr.batches > 1 ? av.batch_stride : av.row_stride * pr.m);
-  spec.box[0] = kChunk / 2;
-  spec.box[1] = kRows;
-  spec.box[2] = 1;
   CUtensorMap map_a;
-  KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.values.data, spec, &map_a));
+  KESTREL_RETURN_IF_ERROR(
+      rt::make_tma_map(a.values.data, byte_rows_spec(a.values, kChunk / 2, kRows), &map_a));
   // Linear A scales by TMA too (128 rows x 32 codes per chunk, laid out as
   // the cp.async path writes them) when base and strides are 16-byte aligned.
   CUtensorMap map_sfa = map_a;  // unused unless sfa_tma
   bool sfa_tma = false;
   if (!a_blk) {
-    const Shape3 sv = shape3(a.scales);
-    const int64_t batch_stride = pr.batches > 1 ? sv.batch_stride : sv.row_stride * pr.m;
-    sfa_tma = reinterpret_cast<uintptr_t>(a.scales.data) % 16 == 0 && sv.row_stride % 16 == 0 &&
-              batch_stride % 16 == 0;
-    if (sfa_tma) {
-      rt::TmaMapSpec ss;
-      ss.rank = 3;
-      ss.dims[0] = uint64_t(pr.k / 16);
-      ss.dims[1] = uint64_t(pr.m);
-      ss.dims[2] = uint64_t(pr.batches);
-      ss.strides_bytes[0] = uint64_t(sv.row_stride);
-      ss.strides_bytes[1] = uint64_t(batch_stride);
-      ss.box[0] = kChunk / 16;
-      ss.box[1] = kRows;
-      ss.box[2] = 1;
-      KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.scales.data, ss, &map_sfa));
-    }
+    const rt::TmaMapSpec ss = byte_rows_spec(a.scales, kChunk / 16, kRows);
+    sfa_tma = reinterpret_cast<uintptr_t>(a.scales.data) % 16 == 0 &&
+              ss.strides_bytes[0] % 16 == 0 && ss.strides_bytes[1] % 16 == 0;
+    if (sfa_tma) KESTREL_RETURN_IF_ERROR(rt::make_tma_map(a.scales.data, ss, &map_sfa));
   }
 
   WgmmaParams p{};
