@@ -32,7 +32,7 @@ struct XentFwdParams {
   int n;
 };
 
-template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED>
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS>
 __global__ void __launch_bounds__(THREADS)
     xent_fwd_kernel(const __grid_constant__ XentFwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(THREADS)
 
   uint4 v[VPT];
   const T* x = static_cast<const T*>(p.logits) + row * p.row_stride;
-  load_row<T, G, ALIGNED>(v, x, s, n, Elem<T>::kNegInf);  // -inf past the end: no masks
+  const RowWindow<const T, ACCESS> xw(x, n);
+  load_row(v, xw, s, Elem<T>::kNegInf);  // -inf outside the row: no masks
   // The thread that writes the loss fetches the target logit now, so that its
   // dependent loads overlap the row's instead of following the reduction.
   const bool writer = n > 0 && s.rank == 0 && s.tr == 0;
@@ -69,10 +70,9 @@ __global__ void __launch_bounds__(THREADS)
     for (int i = 0; i < VPT; ++i) {
       float a[VEC];
       unpack<T>(v[i], a);
-      const int valid = n - s.col(i);
 #pragma unroll
       for (int e = 0; e < VEC; ++e)
-        if (e < valid) st.f[2] += a[e];
+        if (xw.has(s.col(i) + e)) st.f[2] += a[e];
     }
     opaque(v);
   }
@@ -120,7 +120,7 @@ struct XentBwdParams {
 };
 
 // No reduction: SPLIT CTAs (not a cluster) share a row, each its own slice.
-template <typename T, int THREADS, int TPR, int VPT, int SPLIT, bool ALIGNED>
+template <typename T, int THREADS, int TPR, int VPT, int SPLIT, int ACCESS>
 __global__ void __launch_bounds__(THREADS)
     xent_bwd_kernel(const __grid_constant__ XentBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, SPLIT>;
@@ -131,7 +131,8 @@ __global__ void __launch_bounds__(THREADS)
   const int n = p.n;
 
   uint4 v[VPT];
-  load_row<T, G, ALIGNED>(v, static_cast<const T*>(p.logits) + row * p.logits_row, s, n);
+  load_row(v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.logits) + row * p.logits_row, n),
+           s);
   const long long t = p.target[row];
   const bool ignored = t == p.ignore_index;
   const float g = ignored             ? 0.0f
@@ -139,10 +140,12 @@ __global__ void __launch_bounds__(THREADS)
                                       : p.grad[row * p.grad_stride];
   const float lse = p.lse[row];
   const float uniform = p.smoothing / float(n), hit = 1.0f - p.smoothing;
-  store_row<T, G, ALIGNED>(static_cast<T*>(p.dlogits) + row * p.dlogits_row, s, n, [&](int i) {
+  const RowWindow<T, ACCESS> dw(static_cast<T*>(p.dlogits) + row * p.dlogits_row, n);
+  store_row(dw, s, [&](int i) {
     float a[VEC];
     unpack<T>(v[i], a);
-    const long long target_lane = t - s.col(i);  // element of this vector that is the target
+    const long long target_lane =
+        t + dw.lo - s.col(i);  // element of this vector that is the target
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
       const float p_e = ptx::ex2_approx((a[e] - lse) * reduce::kLog2e);

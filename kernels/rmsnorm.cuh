@@ -38,12 +38,14 @@ struct RmsNormFwdParams {
   float eps;
 };
 
-template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED,
+template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
           bool RESIDUAL, bool WEIGHT>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_fwd_kernel(const __grid_constant__ RmsNormFwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
   constexpr int VEC = 16 / sizeof(T);
+  constexpr bool ALIGNED = ACCESS == kRowVector;
+  static_assert(ACCESS != kRowShifted, "weight columns follow the row: no shifted rows");
   RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
   red.init();
   const RowSlice<T, G> s(cta_rank<CLUSTER>());
@@ -51,10 +53,12 @@ __global__ void __launch_bounds__(THREADS)
   const int n = row < p.m ? p.n : 0;
 
   uint4 v[VPT];
-  load_row<T, G, ALIGNED>(v, static_cast<const T*>(p.x) + row * p.x_row, s, n);
+  load_row(v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s);
   if constexpr (RESIDUAL) {
     uint4 r[VPT];
-    load_row<T, G, ALIGNED>(r, static_cast<const T*>(p.residual) + row * p.residual_row, s, n);
+    load_row(
+        r, RowWindow<const T, ACCESS>(static_cast<const T*>(p.residual) + row * p.residual_row, n),
+        s);
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float a[VEC], b[VEC];
@@ -64,8 +68,8 @@ __global__ void __launch_bounds__(THREADS)
       for (int e = 0; e < VEC; ++e) a[e] += b[e];
       v[i] = pack<T>(a);
     }
-    store_row<T, G, ALIGNED>(static_cast<T*>(p.h) + row * p.h_row, s, n,
-                             [&](int i) { return v[i]; });
+    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.h) + row * p.h_row, n), s,
+              [&](int i) { return v[i]; });
   }
   red.ready();
 
@@ -82,7 +86,7 @@ __global__ void __launch_bounds__(THREADS)
   opaque(v);
   if (p.rstd != nullptr && n > 0 && s.rank == 0 && s.tr == 0) p.rstd[row] = rstd;
 
-  store_row<T, G, ALIGNED>(static_cast<T*>(p.y) + row * p.y_row, s, n, [&](int i) {
+  store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row * p.y_row, n), s, [&](int i) {
     float a[VEC], w[VEC];
     unpack<T>(v[i], a);
     if constexpr (WEIGHT)
@@ -117,12 +121,14 @@ struct RmsNormBwdParams {
 // only its own slots, so none of this needs a barrier. The registers that
 // hold the row are the ones the dweight accumulators would need, hence those
 // live in shared memory.
-template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED,
+template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
           bool WEIGHT>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_kernel(const __grid_constant__ RmsNormBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
   constexpr int VEC = 16 / sizeof(T), Q = VEC / 4, SLICE = THREADS * VPT;
+  constexpr bool ALIGNED = ACCESS == kRowVector;
+  static_assert(ACCESS != kRowShifted, "dweight columns follow the row: no shifted rows");
   extern __shared__ uint4 smem[];
   RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
   red.init();
@@ -142,8 +148,8 @@ __global__ void __launch_bounds__(THREADS)
   auto row_of = [&](long long grp) { return grp * G::ROWS + s.row_local; };
   auto stage = [&](long long row) {
     const int n = row < p.m ? p.n : 0;
-    stage_row<T, G, ALIGNED>(dys, static_cast<const T*>(p.dy) + row * p.dy_row, s, n);
-    stage_row<T, G, ALIGNED>(xs, static_cast<const T*>(p.x) + row * p.x_row, s, n);
+    stage_row(dys, RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n), s);
+    stage_row(xs, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s);
     ptx::cp_async_commit();
   };
   stage(row_of(blockIdx.x / CLUSTER));
@@ -173,7 +179,7 @@ __global__ void __launch_bounds__(THREADS)
     dot = red.reduce({{dot}}, int(k)).f[0];
     const float a_coef = rstd * rstd * dot / float(p.n);
 
-    T* dx = static_cast<T*>(p.dx) + row * p.dx_row;
+    const RowWindow<T, ACCESS> dx(static_cast<T*>(p.dx) + row * p.dx_row, n);
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float g[VEC], a[VEC], wv[VEC];
@@ -193,7 +199,7 @@ __global__ void __launch_bounds__(THREADS)
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) g[e] = rstd * ((WEIGHT ? g[e] * wv[e] : g[e]) - a[e] * a_coef);
-      store_vec<T, ALIGNED>(dx, s.col(i), n, pack<T>(g));
+      store_vec(dx, s.col(i), pack<T>(g));
     }
   }
 

@@ -25,7 +25,7 @@ struct SoftmaxFwdParams {
   int n;
 };
 
-template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED>
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS>
 __global__ void __launch_bounds__(THREADS)
     softmax_fwd_kernel(const __grid_constant__ SoftmaxFwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
@@ -38,7 +38,8 @@ __global__ void __launch_bounds__(THREADS)
   const int n = row < p.m ? p.n : 0;
 
   uint4 v[VPT];
-  load_row<T, G, ALIGNED>(v, static_cast<const T*>(p.x) + row * p.x_row, s, n, Elem<T>::kNegInf);
+  load_row(v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s,
+           Elem<T>::kNegInf);
   red.ready();
 
   Floats<2> st = reduce::MaxExpSum::identity();
@@ -63,7 +64,7 @@ __global__ void __launch_bounds__(THREADS)
   // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
   const float mx = st.f[0], inv = 1.0f / st.f[1];
   opaque(v);
-  store_row<T, G, ALIGNED>(static_cast<T*>(p.y) + row * p.y_row, s, n, [&](int i) {
+  store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row * p.y_row, n), s, [&](int i) {
     float a[VEC];
     unpack<T>(v[i], a);
 #pragma unroll
@@ -87,7 +88,7 @@ struct SoftmaxBwdParams {
 // 16 bytes. Y_REGS holds y in registers instead: for the longest rows, where
 // staging both would leave room for one CTA per SM, whose loads could then
 // not overlap another's reduction (the host decides: softmax_bwd_y_in_registers).
-template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, bool ALIGNED, bool Y_REGS>
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS, bool Y_REGS>
 __global__ void __launch_bounds__(THREADS)
     softmax_bwd_kernel(const __grid_constant__ SoftmaxBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
@@ -101,14 +102,14 @@ __global__ void __launch_bounds__(THREADS)
   const int n = row < p.m ? p.n : 0;
 
   const StagedRow<G> dys(smem, s.row_local, s.tr), ys(smem + THREADS * VPT, s.row_local, s.tr);
-  const T* yrow = static_cast<const T*>(p.y) + row * p.y_row;
-  stage_row<T, G, ALIGNED>(dys, static_cast<const T*>(p.dy) + row * p.dy_row, s, n);
+  const RowWindow<const T, ACCESS> yrow(static_cast<const T*>(p.y) + row * p.y_row, n);
+  stage_row(dys, RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n), s);
   uint4 yv[Y_REGS ? VPT : 1];
   if constexpr (Y_REGS) {
     ptx::cp_async_commit();
-    load_row<T, G, ALIGNED>(yv, yrow, s, n);
+    load_row(yv, yrow, s);
   } else {
-    stage_row<T, G, ALIGNED>(ys, yrow, s, n);
+    stage_row(ys, yrow, s);
     ptx::cp_async_commit();
   }
   ptx::cp_async_wait_all();
@@ -133,7 +134,7 @@ __global__ void __launch_bounds__(THREADS)
   if constexpr (Y_REGS) opaque(yv);
   dot = red.reduce({{dot}}).f[0];
 
-  T* dx = static_cast<T*>(p.dx) + row * p.dx_row;
+  const RowWindow<T, ACCESS> dx(static_cast<T*>(p.dx) + row * p.dx_row, n);
 #pragma unroll UNROLL
   for (int i = 0; i < VPT; ++i) {
     float g[VEC], a[VEC];
@@ -141,7 +142,7 @@ __global__ void __launch_bounds__(THREADS)
     unpack<T>(y(i), a);
 #pragma unroll
     for (int e = 0; e < VEC; ++e) g[e] = a[e] * (g[e] - dot);
-    store_vec<T, ALIGNED>(dx, s.col(i), n, pack<T>(g));
+    store_vec(dx, s.col(i), pack<T>(g));
   }
 }
 

@@ -8,20 +8,47 @@
 // so each CTA owns one contiguous slice of the row and every load instruction
 // of a warp covers contiguous bytes (128-bit coalesced accesses).
 //
-// Tails: a vector entirely inside the row moves with one 16-byte access when
-// the row is 16-byte aligned (ALIGNED); the partial last vector, and every
-// vector of a misaligned row, moves element by element. Elements past the row
-// end read as a neutral fill value (0, or -inf for max/exp reductions, so the
-// reductions need no masks) and are never stored. Passing n = 0 turns a whole
-// row into fill/no-ops, which is how threads of rows past M stay in the
-// reductions without touching memory.
+// Access (the kernels' ACCESS argument, RowAccess): a vector entirely inside
+// the row moves with one 16-byte access when rows start 16-byte aligned
+// (kRowVector). A row that starts misaligned is addressed from the 16-byte
+// boundary before it (kRowShifted): the columns above are then counted from
+// that boundary, and only the row's first and last vectors are partial. This
+// needs every tensor of the op to be misaligned by the same amount in each
+// row (the host checks); otherwise every vector moves element by element
+// (kRowElementwise). Partial vectors move element by element; elements
+// outside the row read as a neutral fill value (0, or -inf for max/exp
+// reductions, so the reductions need no masks) and are never stored. Passing
+// n = 0 turns a whole row into fill/no-ops, which is how threads of rows past
+// M stay in the reductions without touching memory.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "common/ptx.cuh"
+#include "common/row_access.cuh"
 
 namespace kestrel {
+
+// One row of one tensor: vector column c starts at base + c, and the row's
+// elements are columns [lo, hi). lo is the row's misalignment in elements
+// under kRowShifted, else 0, so element j of the row is column j + lo.
+template <typename T, int ACCESS>
+struct RowWindow {
+  static constexpr int VEC = 16 / int(sizeof(T));
+  T* base;
+  int lo, hi;
+  __device__ RowWindow(T* row, int n)
+      : lo(ACCESS == kRowShifted ? int(reinterpret_cast<unsigned long long>(row) % 16 / sizeof(T))
+                                 : 0) {
+    base = row - lo;
+    hi = n + lo;
+  }
+  __device__ bool has(int c) const { return (ACCESS != kRowShifted || c >= lo) && c < hi; }
+  // Whether vector column c moves as one 16-byte access.
+  __device__ bool whole(int c) const {
+    return ACCESS != kRowElementwise && (ACCESS != kRowShifted || c >= lo) && c + VEC <= hi;
+  }
+};
 
 template <int THREADS_, int TPR_, int VPT_, int CLUSTER_>
 struct RowGeom {
@@ -121,39 +148,40 @@ __device__ __forceinline__ uint32_t lane_bits(const uint4& v, int e) {
   return P == 1 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu;
 }
 
-// The VEC elements of T at row[c..c+VEC); elements past n read as `fill`
-// (raw bits of T).
-template <typename T, bool ALIGNED>
-__device__ __forceinline__ uint4 load_vec(const T* row, int c, int n, uint32_t fill = 0) {
+// The VEC elements of T at vector column c; elements outside the row read
+// as `fill` (raw bits of T).
+template <typename T, int ACCESS>
+__device__ __forceinline__ uint4 load_vec(const RowWindow<const T, ACCESS>& w, int c,
+                                          uint32_t fill = 0) {
   constexpr int VEC = 16 / sizeof(T);
-  if (ALIGNED && c + VEC <= n) return ptx::ld_stream_v4(row + c);
-  uint32_t w[4] = {0u, 0u, 0u, 0u};
+  if (w.whole(c)) return ptx::ld_stream_v4(w.base + c);
+  uint32_t q[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
-    const uint32_t bits = c + e < n ? load_bits(row + c + e) : fill;
+    const uint32_t bits = w.has(c + e) ? load_bits(w.base + c + e) : fill;
     if constexpr (sizeof(T) == 2) {
-      w[e / 2] |= bits << (16 * (e % 2));
+      q[e / 2] |= bits << (16 * (e % 2));
     } else {
-      w[e] = bits;
+      q[e] = bits;
     }
   }
-  return make_uint4(w[0], w[1], w[2], w[3]);
+  return make_uint4(q[0], q[1], q[2], q[3]);
 }
 
-template <typename T, bool ALIGNED>
-__device__ __forceinline__ void store_vec(T* row, int c, int n, const uint4& v) {
+template <typename T, int ACCESS>
+__device__ __forceinline__ void store_vec(const RowWindow<T, ACCESS>& w, int c, const uint4& v) {
   constexpr int VEC = 16 / sizeof(T);
-  if (ALIGNED && c + VEC <= n) {
-    *reinterpret_cast<uint4*>(row + c) = v;
+  if (w.whole(c)) {
+    *reinterpret_cast<uint4*>(w.base + c) = v;
     return;
   }
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
-    if (c + e < n) {
+    if (w.has(c + e)) {
       if constexpr (sizeof(T) == 2) {
-        reinterpret_cast<unsigned short*>(row)[c + e] = (unsigned short)lane_bits<T>(v, e);
+        reinterpret_cast<unsigned short*>(w.base)[c + e] = (unsigned short)lane_bits<T>(v, e);
       } else {
-        reinterpret_cast<unsigned int*>(row)[c + e] = lane_bits<T>(v, e);
+        reinterpret_cast<unsigned int*>(w.base)[c + e] = lane_bits<T>(v, e);
       }
     }
   }
@@ -162,34 +190,36 @@ __device__ __forceinline__ void store_vec(T* row, int c, int n, const uint4& v) 
 // Whether every vector of this thread lies inside the row: then a whole row
 // moves with unconditional 16-byte accesses (the common case; per-vector
 // checks would cost registers and branches for nothing).
-template <typename T, class G, bool ALIGNED>
-__device__ __forceinline__ bool slice_full(const RowSlice<T, G>& s, int n) {
-  return ALIGNED && s.col(G::VPT - 1) + RowSlice<T, G>::VEC <= n;
+template <typename T, class G, typename WT, int ACCESS>
+__device__ __forceinline__ bool slice_full(const RowSlice<T, G>& s,
+                                           const RowWindow<WT, ACCESS>& w) {
+  return w.whole(s.col(0)) && s.col(G::VPT - 1) + RowSlice<T, G>::VEC <= w.hi;
 }
 
-// This thread's vectors of a row into registers; elements past n read as
-// `fill` (raw bits of T).
-template <typename T, class G, bool ALIGNED>
-__device__ __forceinline__ void load_row(uint4 (&v)[G::VPT], const T* row, const RowSlice<T, G>& s,
-                                         int n, uint32_t fill = 0) {
-  if (slice_full<T, G, ALIGNED>(s, n)) {
+// This thread's vectors of a row into registers; elements outside the row
+// read as `fill` (raw bits of T).
+template <typename T, class G, int ACCESS>
+__device__ __forceinline__ void load_row(uint4 (&v)[G::VPT], const RowWindow<const T, ACCESS>& w,
+                                         const RowSlice<T, G>& s, uint32_t fill = 0) {
+  if (slice_full(s, w)) {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) v[i] = ptx::ld_stream_v4(row + s.col(i));
+    for (int i = 0; i < G::VPT; ++i) v[i] = ptx::ld_stream_v4(w.base + s.col(i));
   } else {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) v[i] = load_vec<T, ALIGNED>(row, s.col(i), n, fill);
+    for (int i = 0; i < G::VPT; ++i) v[i] = load_vec(w, s.col(i), fill);
   }
 }
 
 // Stores vector i of this thread, values from f(i) (an fp32 array's pack).
-template <typename T, class G, bool ALIGNED, class F>
-__device__ __forceinline__ void store_row(T* row, const RowSlice<T, G>& s, int n, F&& f) {
-  if (slice_full<T, G, ALIGNED>(s, n)) {
+template <typename T, class G, int ACCESS, class F>
+__device__ __forceinline__ void store_row(const RowWindow<T, ACCESS>& w, const RowSlice<T, G>& s,
+                                          F&& f) {
+  if (slice_full(s, w)) {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) *reinterpret_cast<uint4*>(row + s.col(i)) = f(i);
+    for (int i = 0; i < G::VPT; ++i) *reinterpret_cast<uint4*>(w.base + s.col(i)) = f(i);
   } else {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) store_vec<T, ALIGNED>(row, s.col(i), n, f(i));
+    for (int i = 0; i < G::VPT; ++i) store_vec(w, s.col(i), f(i));
   }
 }
 
@@ -206,30 +236,29 @@ struct StagedRow {
   __device__ void put(int i, uint4 v) const { ptx::st_shared_v4(p + i * G::TPR, v); }
 };
 
-// This thread's vectors of a row into shared memory, all by cp.async when the
-// row is 16-byte aligned (no register staging, so all are in flight at once;
-// complete with cp_async_wait_all): the partial last vector zero-filled,
-// vectors past n zeroed by a store. A misaligned row goes through
-// registers, element by element.
-template <typename T, class G, bool ALIGNED>
-__device__ __forceinline__ void stage_row(const StagedRow<G>& dst, const T* row,
-                                          const RowSlice<T, G>& s, int n) {
-  if (slice_full<T, G, ALIGNED>(s, n)) {
+// This thread's vectors of a row into shared memory, by cp.async where the
+// vector starts inside the row (no register staging, so all are in flight at
+// once; complete with cp_async_wait_all), the partial last vector
+// zero-filled; the others (a shifted row's first vector, vectors past the
+// end, every vector under kRowElementwise) go through registers.
+template <typename T, class G, int ACCESS>
+__device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
+                                          const RowWindow<const T, ACCESS>& w,
+                                          const RowSlice<T, G>& s) {
+  if (slice_full(s, w)) {
 #pragma unroll
     for (int i = 0; i < G::VPT; ++i)
-      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), row + s.col(i));
+      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), w.base + s.col(i));
     return;
   }
 #pragma unroll
   for (int i = 0; i < G::VPT; ++i) {
     const int c = s.col(i);
-    if (!ALIGNED) {
-      dst.put(i, load_vec<T, false>(row, c, n));
-    } else if (c < n) {
-      ptx::cp_async_16_zfill(ptx::smem_u32(dst.p + i * G::TPR), row + c,
-                             uint32_t(min(n - c, RowSlice<T, G>::VEC)) * uint32_t(sizeof(T)));
+    if (ACCESS != kRowElementwise && w.has(c)) {
+      ptx::cp_async_16_zfill(ptx::smem_u32(dst.p + i * G::TPR), w.base + c,
+                             uint32_t(min(w.hi - c, RowSlice<T, G>::VEC)) * uint32_t(sizeof(T)));
     } else {
-      dst.put(i, make_uint4(0u, 0u, 0u, 0u));
+      dst.put(i, load_vec(w, c));
     }
   }
 }

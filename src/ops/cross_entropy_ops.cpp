@@ -91,7 +91,7 @@ Status cross_entropy_fwd(const TensorView& logits, const TensorView& target, con
   if (m > 0) {
     RowPlan plan;
     KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kCrossEntropyFwd, m, v, logits.dtype, opt.config,
-                                      all_aligned16({logits}), &plan));
+                                      row_access({logits}, true), &plan));
     rt::Kernel kernel;
     KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
         rowwise_kernel_spec(RowwiseOp::kCrossEntropyFwd, logits.dtype, plan), &kernel));
@@ -120,7 +120,7 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
   if (m == 0) return Status::Ok();
   RowPlan plan;
   KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kCrossEntropyBwd, m, v, logits.dtype, opt.config,
-                                    all_aligned16({logits, dlogits}), &plan));
+                                    row_access({logits, dlogits}, true), &plan));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       rowwise_kernel_spec(RowwiseOp::kCrossEntropyBwd, logits.dtype, plan), &kernel));

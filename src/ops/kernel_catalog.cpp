@@ -13,32 +13,35 @@ namespace {
 
 // Row-wise kernels: the heuristic's configurations for a short row (several
 // rows per CTA) and the longest (a 16-CTA cluster) in every dtype, a one-row
-// CTA in bf16, the misaligned (scalar) path, and the finishing kernels.
+// CTA in bf16, the misaligned paths (element-wise; shifted, which RMSNorm
+// does not take), and the finishing kernels.
 void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
   const RowwiseOp ops[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
                            RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
                            RowwiseOp::kCrossEntropyFwd, RowwiseOp::kCrossEntropyBwd};
-  auto add = [&](RowwiseOp op, DType t, int64_t n, bool aligned, const RmsNormVariant& v) {
+  auto add = [&](RowwiseOp op, DType t, int64_t n, RowAccess access, const RmsNormVariant& v) {
     RowPlan plan;
     plan.cfg = rowwise_default_config(op, 32768, n, t, 132);
     plan.vpt = vectors_per_thread(plan.cfg, n, t);
-    plan.aligned = aligned;
+    plan.access = access;
     specs->push_back(rowwise_kernel_spec(op, t, plan, v));
   };
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (RowwiseOp op : ops) {
       const RmsNormVariant v{op == RowwiseOp::kRmsNormFwd, true, t};
-      add(op, t, 1000, true, v);
-      add(op, t, 262144, true, v);
+      add(op, t, 1000, kRowVector, v);
+      add(op, t, 262144, kRowVector, v);
       if (t == DType::kBF16) {
-        add(op, t, 16384, true, v);
-        add(op, t, 1001, false, {false, false, t});
+        add(op, t, 16384, kRowVector, v);
+        add(op, t, 1001, kRowElementwise, {false, false, t});
+        if (op != RowwiseOp::kRmsNormFwd && op != RowwiseOp::kRmsNormBwd)
+          add(op, t, 1001 + 7, kRowShifted, {});
       }
     }
     specs->push_back(
         {"rmsnorm.cuh", std::string("kestrel::column_sum_kernel<") + cuda_type(t) + ">", {}});
   }
-  add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, true, {true, true, DType::kF32});
+  add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, kRowVector, {true, true, DType::kF32});
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}});
 }
 
@@ -74,10 +77,10 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
   for (bool blk : {false, true})
-    specs.push_back({"nvfp4_act_prepass.cuh",
-                     std::string("kestrel::nvfp4_act_prepass_kernel<") + (blk ? "true" : "false") +
-                         ">",
-                     {}});
+    specs.push_back(
+        {"nvfp4_act_prepass.cuh",
+         std::string("kestrel::nvfp4_act_prepass_kernel<") + (blk ? "true" : "false") + ">",
+         {}});
   specs.push_back(gemm_kernel_spec(DType::kF16, {8, 8, 4}, false, false));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, false, false));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, true, false));

@@ -74,7 +74,7 @@ Status fwd(const TensorView& x, const TensorView& residual, const TensorView& we
 
   RowPlan plan;
   KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kRmsNormFwd, m, n, x.dtype, opt.config,
-                                    all_aligned16({x, y, residual, h, weight}), &plan));
+                                    row_access({x, y, residual, h, weight}, false), &plan));
   const RmsNormVariant variant{present(residual), present(weight), weight.dtype};
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
@@ -101,10 +101,10 @@ rt::KernelSpec bwd_spec(const ops::RowPlan& plan, DType t, const DType* w) {
                                   {false, w != nullptr, w ? *w : t});
 }
 
-Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, bool aligned,
+Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
                 const RowwiseConfig* config, BwdLaunch* out) {
   KESTREL_RETURN_IF_ERROR(
-      ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, aligned, &out->plan, w != nullptr));
+      ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, access, &out->plan, w != nullptr));
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(bwd_spec(out->plan, t, w), &out->kernel));
   const int64_t groups = out->plan.row_groups(m);
   out->clusters = groups;
@@ -113,7 +113,7 @@ Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, bool aligned,
   // of dtype t: the common case, so usually the kernel itself), so that the
   // workspace size depends on (m, n, dtype, config) only.
   ops::RowPlan aligned_plan = out->plan;
-  aligned_plan.aligned = true;
+  aligned_plan.access = kRowVector;
   rt::Kernel probe;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(bwd_spec(aligned_plan, t, &t), &probe));
   int fit = 0;
@@ -168,7 +168,7 @@ Status rmsnorm_bwd(const TensorView& dy, const TensorView& x, const TensorView& 
     return Status::Ok();
   }
   KESTREL_RETURN_IF_ERROR(
-      plan_bwd(m, n, dy.dtype, wt, all_aligned16({dy, x, dx, weight}), opt.config, &l));
+      plan_bwd(m, n, dy.dtype, wt, row_access({dy, x, dx, weight}, false), opt.config, &l));
   Scratch scratch;
   KESTREL_RETURN_IF_ERROR(
       scratch.acquire(opt.workspace, l.workspace_bytes, stream, "opt.workspace"));
@@ -211,7 +211,7 @@ Status rmsnorm_bwd_workspace_bytes(int64_t m, int64_t n, DType dtype, bool has_w
     return Status::InvalidArgument(std::string("dtype: must be fp32|bf16|fp16, got ") +
                                    dtype_name(dtype));
   BwdLaunch l;
-  KESTREL_RETURN_IF_ERROR(plan_bwd(m, n, dtype, &dtype, true, config, &l));
+  KESTREL_RETURN_IF_ERROR(plan_bwd(m, n, dtype, &dtype, kRowVector, config, &l));
   *bytes = l.workspace_bytes;
   return Status::Ok();
 }

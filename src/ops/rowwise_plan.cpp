@@ -36,10 +36,29 @@ Status check_vector(const TensorView& t, const char* name, int64_t len, DType dt
   return check_not_null(t, name);
 }
 
-bool all_aligned16(std::initializer_list<TensorView> ts) {
-  for (const TensorView& t : ts)
-    if (present(t) && !check_aligned(t, 16, "").ok()) return false;
-  return true;
+RowAccess row_access(std::initializer_list<TensorView> ts, bool shifted_ok) {
+  bool aligned = true, same_shift = true;
+  const TensorView* first = nullptr;
+  for (const TensorView& t : ts) {
+    if (!present(t)) continue;
+    aligned = aligned && check_aligned(t, 16, "").ok();
+    // Row r starts at data + r * stride: equal (data, row stride) mod 16 give
+    // every row the same misalignment.
+    const auto data_mod = [](const TensorView& v) {
+      return reinterpret_cast<uintptr_t>(v.data) % 16;
+    };
+    const auto stride_mod = [](const TensorView& v) {
+      return uint64_t(v.stride[0]) * uint64_t(dtype_size(v.dtype)) % 16;
+    };
+    if (first == nullptr) {
+      first = &t;
+    } else {
+      same_shift = same_shift && data_mod(t) == data_mod(*first) &&
+                   (t.rank < 2 || t.shape[0] < 2 || stride_mod(t) == stride_mod(*first));
+    }
+  }
+  if (aligned) return kRowVector;
+  return shifted_ok && same_shift ? kRowShifted : kRowElementwise;
 }
 
 const char* cuda_type(DType t) {
@@ -56,7 +75,7 @@ const char* cuda_type(DType t) {
 std::string RowPlan::template_args() const {
   return std::to_string(cfg.threads) + ", " + std::to_string(cfg.threads_per_row) + ", " +
          std::to_string(vpt) + ", " + std::to_string(cfg.cluster) + ", " +
-         (aligned ? "true" : "false");
+         std::to_string(int(access));
 }
 
 rt::LaunchShape RowPlan::shape(int64_t groups, bool cluster_launch) const {
@@ -103,23 +122,32 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
 }
 
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 bool aligned, RowPlan* out, bool dweight) {
+                 RowAccess access, RowPlan* out, bool dweight) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (dev->cc_major < 9)
     return Status::Unsupported(std::string(rowwise_op_name(op)) +
                                " needs sm_90+ (clusters, st.async), this GPU is " + dev->arch());
-  out->cfg = user ? *user : rowwise_default_config(op, m, n, dtype, dev->sm_count);
-  const std::string err =
-      rowwise_config_error(op, out->cfg, n, dtype, size_t(dev->max_smem_per_block_optin));
+  const size_t smem_limit = size_t(dev->max_smem_per_block_optin);
+  // A shifted row spans up to one vector more than n elements.
+  const int64_t n_shifted = n + elements_per_vector(dtype) - 1;
+  const int64_t n_held = access == kRowShifted ? n_shifted : n;
+  out->cfg = user ? *user : rowwise_default_config(op, m, n_held, dtype, dev->sm_count);
+  out->access = access;
+  if (access == kRowShifted &&
+      !rowwise_config_error(op, out->cfg, n_shifted, dtype, smem_limit).empty()) {
+    out->access = kRowElementwise;
+    if (!user) out->cfg = rowwise_default_config(op, m, n, dtype, dev->sm_count);
+  }
+  const int64_t n_cap = out->access == kRowShifted ? n_shifted : n;
+  const std::string err = rowwise_config_error(op, out->cfg, n_cap, dtype, smem_limit);
   if (!err.empty()) return Status::InvalidArgument("config " + out->cfg.describe() + ": " + err);
   // The grid's x dimension carries (row groups) x (CTAs per row).
   const int64_t ctas = (m + out->rows_per_cta() - 1) / out->rows_per_cta() * out->cfg.cluster;
   if (ctas > int64_t(0x7fffffff))
     return Status::InvalidArgument("M: " + std::to_string(m) + " rows need " +
                                    std::to_string(ctas) + " CTAs, over the grid limit 2^31-1");
-  out->vpt = vectors_per_thread(out->cfg, n, dtype);
-  out->aligned = aligned;
+  out->vpt = vectors_per_thread(out->cfg, n_cap, dtype);
   out->smem_bytes = rowwise_smem_bytes(op, out->cfg, out->vpt, dtype, dweight);
   return Status::Ok();
 }

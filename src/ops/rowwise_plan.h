@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "common/row_access.cuh"
 #include "kestrel/rowwise.h"
 #include "runtime/launcher.h"
 
@@ -22,21 +23,24 @@ Status check_rows_like(const TensorView& ref, const char* ref_name, const Tensor
                        const char* name);
 // A contiguous vector of `len` elements of dtype `dtype`, not null.
 Status check_vector(const TensorView& t, const char* name, int64_t len, DType dtype);
-// Whether every tensor's data and row stride allow 16-byte accesses.
-bool all_aligned16(std::initializer_list<TensorView> ts);
+// How the rows of `ts` (row tensors of one dtype; absent ones skipped) can
+// move: kRowVector when every data pointer and row stride is 16-byte aligned;
+// else kRowShifted when `shifted_ok` and every row starts equally misaligned in
+// all of them; else kRowElementwise.
+RowAccess row_access(std::initializer_list<TensorView> ts, bool shifted_ok);
 
 const char* cuda_type(DType t);  // "float", "__nv_bfloat16", "__half"
 
 // One launch of a row-wise kernel over [m][n] rows.
 struct RowPlan {
   RowwiseConfig cfg;
-  int vpt = 1;            // 16-byte vectors per thread
-  bool aligned = true;    // 16-byte vector path
+  int vpt = 1;  // 16-byte vectors per thread
+  RowAccess access = kRowVector;
   size_t smem_bytes = 0;  // dynamic shared memory
 
   int rows_per_cta() const { return cfg.threads / cfg.threads_per_row; }
   int64_t row_groups(int64_t m) const { return (m + rows_per_cta() - 1) / rows_per_cta(); }
-  // "THREADS, TPR, VPT, CLUSTER, ALIGNED": the kernels' shared template arguments.
+  // "THREADS, TPR, VPT, CLUSTER, ACCESS": the kernels' shared template arguments.
   std::string template_args() const;
   // One CTA per (row group, slice); `cluster_launch` false splits rows over
   // independent CTAs. `groups` limits the row groups launched (persistent grids).
@@ -57,8 +61,10 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
 
 // Checks the configuration (the caller's, or the heuristic's when `user` is
 // null) against n, dtype and the device, and fills the plan (`dweight`:
-// rmsnorm_bwd with a weight).
+// rmsnorm_bwd with a weight). kRowShifted rows span one vector more; where
+// the configuration has no room for it, the plan falls back to
+// kRowElementwise.
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 bool aligned, RowPlan* out, bool dweight = false);
+                 RowAccess access, RowPlan* out, bool dweight = false);
 
 }  // namespace kestrel::ops

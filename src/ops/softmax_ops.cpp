@@ -38,7 +38,7 @@ Status softmax_fwd(const TensorView& x, const TensorView& y, cudaStream_t stream
   if (m == 0) return Status::Ok();
   RowPlan plan;
   KESTREL_RETURN_IF_ERROR(
-      plan_rows(RowwiseOp::kSoftmaxFwd, m, n, x.dtype, config, all_aligned16({x, y}), &plan));
+      plan_rows(RowwiseOp::kSoftmaxFwd, m, n, x.dtype, config, row_access({x, y}, true), &plan));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get(rowwise_kernel_spec(RowwiseOp::kSoftmaxFwd, x.dtype, plan), &kernel));
@@ -56,7 +56,7 @@ Status softmax_bwd(const TensorView& dy, const TensorView& y, const TensorView& 
   if (m == 0) return Status::Ok();
   RowPlan plan;
   KESTREL_RETURN_IF_ERROR(
-      plan_rows(RowwiseOp::kSoftmaxBwd, m, n, dy.dtype, config, all_aligned16({dy, y, dx}), &plan));
+      plan_rows(RowwiseOp::kSoftmaxBwd, m, n, dy.dtype, config, row_access({dy, y, dx}, true), &plan));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get(rowwise_kernel_spec(RowwiseOp::kSoftmaxBwd, dy.dtype, plan), &kernel));

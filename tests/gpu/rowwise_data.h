@@ -19,24 +19,26 @@ inline double stored_value(DType t, double x) {
                            : fp16_bits_to_float(float_to_fp16_bits(x));
 }
 
-// [m][n] rows of dtype t, row stride n + pad elements.
+// [m][n] rows of dtype t, row stride n + pad elements, the first row `lead`
+// elements into its buffer (misaligned row starts).
 struct Rows {
   DType t = DType::kF32;
-  int64_t m = 0, n = 0, stride = 0;
+  int64_t m = 0, n = 0, stride = 0, lead = 0;
   std::vector<double> values;  // dense [m][n], exactly what is stored
 
-  Rows(DType dtype, int64_t rows, int64_t cols, int64_t pad, const std::vector<double>& data)
-      : t(dtype), m(rows), n(cols), stride(cols + pad), values(data.size()) {
+  Rows(DType dtype, int64_t rows, int64_t cols, int64_t pad, const std::vector<double>& data,
+       int64_t lead_elements = 0)
+      : t(dtype), m(rows), n(cols), stride(cols + pad), lead(lead_elements), values(data.size()) {
     for (size_t i = 0; i < data.size(); ++i) values[i] = stored_value(t, data[i]);
   }
-  size_t bytes() const { return size_t(m * stride) * size_t(dtype_size(t)); }
+  size_t bytes() const { return size_t(lead + m * stride) * size_t(dtype_size(t)); }
 
   std::vector<uint8_t> encode() const {
     std::vector<uint8_t> out(bytes(), 0);
     const int es = dtype_size(t);
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < n; ++j) {
-        uint8_t* dst = &out[size_t((r * stride + j) * es)];
+        uint8_t* dst = &out[size_t((lead + r * stride + j) * es)];
         const double v = values[size_t(r * n + j)];
         if (t == DType::kF32) {
           const float f = float(v);
@@ -54,18 +56,19 @@ struct Rows {
 struct DeviceRows {
   DeviceBuffer buf;
   TensorView view;
+  int64_t lead = 0;
 
   static DeviceRows input(const Rows& r) {
     DeviceRows d;
     d.buf = DeviceBuffer::from(r.encode());
-    d.view = TensorView::strided(d.buf.get(), r.t, {r.m, r.n}, {r.stride, 1});
+    d.place(r);
     return d;
   }
   static DeviceRows poisoned_like(const Rows& r) {
     DeviceRows d;
     d.buf = DeviceBuffer(r.bytes());
     d.buf.poison();
-    d.view = TensorView::strided(d.buf.get(), r.t, {r.m, r.n}, {r.stride, 1});
+    d.place(r);
     return d;
   }
   // Dense [m][n] values (padding skipped).
@@ -76,7 +79,7 @@ struct DeviceRows {
     std::vector<double> out(size_t(m * n));
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < n; ++j) {
-        const uint8_t* src = &raw[size_t((r * stride + j) * es)];
+        const uint8_t* src = &raw[size_t((lead + r * stride + j) * es)];
         double v;
         if (view.dtype == DType::kF32) {
           float f;
@@ -90,6 +93,13 @@ struct DeviceRows {
         out[size_t(r * n + j)] = v;
       }
     return out;
+  }
+
+ private:
+  void place(const Rows& r) {
+    lead = r.lead;
+    view = TensorView::strided(static_cast<uint8_t*>(buf.get()) + lead * dtype_size(r.t), r.t,
+                               {r.m, r.n}, {r.stride, 1});
   }
 };
 

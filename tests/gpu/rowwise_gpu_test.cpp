@@ -279,7 +279,7 @@ INSTANTIATE_TEST_SUITE_P(RowwiseSmall, RowwiseGpu, ::testing::ValuesIn(small_cas
 // float64 references stay fast).
 std::vector<Case> large_cases() {
   return {{DType::kBF16, 3, 50257, 0, std::nullopt},
-          {DType::kBF16, 2, 131073, 3, std::nullopt},  // misaligned rows: scalar path
+          {DType::kBF16, 2, 131073, 3, std::nullopt},  // misaligned rows: shifted path
           {DType::kBF16, 2, 262144, 0, std::nullopt},
           {DType::kF32, 3, 151936, 0, std::nullopt},
           {DType::kF32, 2, 262144, 0, std::nullopt},
@@ -394,6 +394,62 @@ TEST(RowwiseSmallVariants, RmsNormBackwardWalksSeveralRowsPerCluster) {
                         Case{DType::kBF16, 300, 32760, 0, RowwiseConfig{1024, 1024, 2}}}) {
     SCOPED_TRACE(std::string(dtype_name(c.t)) + " " + c.config->describe());
     check_rmsnorm_bwd(c);
+  }
+}
+
+// Rows that start misaligned, the first one too: equally in every tensor
+// (16-byte accesses from the boundary before each row), and unequally
+// (element by element).
+TEST(RowwiseSmallVariants, MisalignedRowStarts) {
+  KESTREL_REQUIRE_GPU();
+  const int64_t m = 9, n = 1000, pad = 1, in_lead = 3;
+  for (DType t : {DType::kBF16, DType::kF32}) {
+    for (int64_t out_lead : {int64_t(3), int64_t(6)}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " output lead " + std::to_string(out_lead));
+      const Rows out_layout(t, m, n, pad, std::vector<double>(size_t(m * n)), out_lead);
+      const Rows x(t, m, n, pad, testing::random_normal(m * n, 50, 3.0), in_lead);
+      const DeviceRows dx = DeviceRows::input(x), y = DeviceRows::poisoned_like(out_layout);
+      ASSERT_OK(softmax_fwd(dx.view, y.view, nullptr));
+      EXPECT_PASS(compare_as(t, y.read(), ref::softmax_fwd(x.values.data(), m, n), n), "softmax y");
+
+      const Rows yv(t, m, n, pad, ref::softmax_fwd(x.values.data(), m, n), in_lead);
+      const Rows dy(t, m, n, pad, testing::random_normal(m * n, 51), in_lead);
+      const DeviceRows dyv = DeviceRows::input(yv), ddy = DeviceRows::input(dy),
+                       grad = DeviceRows::poisoned_like(out_layout);
+      ASSERT_OK(softmax_bwd(ddy.view, dyv.view, grad.view, nullptr));
+      EXPECT_PASS(
+          compare_as(t, grad.read(), ref::softmax_bwd(dy.values.data(), yv.values.data(), m, n), n),
+          "softmax dx");
+
+      const auto target = testing::random_targets(m, n, 52, -100, 4);
+      const DeviceBuffer dt = DeviceBuffer::from(target);
+      const auto fwd = ref::cross_entropy_fwd(x.values.data(), target.data(), m, n, -100, 0.1,
+                                              ref::Reduction::kNone);
+      const DeviceBuffer loss = testing::poisoned_f32(size_t(m)),
+                         lse = testing::poisoned_f32(size_t(m));
+      CrossEntropyOptions opt;
+      opt.label_smoothing = 0.1f;
+      opt.reduction = Reduction::kNone;
+      ASSERT_OK(cross_entropy_fwd(dx.view, vec_view(dt, DType::kI64, m),
+                                  vec_view(loss, DType::kF32, m), vec_view(lse, DType::kF32, m),
+                                  nullptr, opt));
+      EXPECT_PASS(testing::compare_fp32(testing::read_f32(lse), fwd.lse, 1e-5, m), "lse");
+      EXPECT_PASS(testing::compare_fp32(testing::read_f32(loss), fwd.loss, 1e-5, m), "loss");
+
+      const auto lse_f32 = testing::round_f32(fwd.lse);
+      const auto dloss = testing::round_f32(testing::random_normal(m, 53));
+      const DeviceBuffer dlse = testing::upload_f32(lse_f32), ddloss = testing::upload_f32(dloss);
+      const DeviceRows dlogits = DeviceRows::poisoned_like(out_layout);
+      ASSERT_OK(cross_entropy_bwd(vec_view(ddloss, DType::kF32, m), dx.view,
+                                  vec_view(dt, DType::kI64, m), vec_view(dlse, DType::kF32, m),
+                                  dlogits.view, nullptr, opt));
+      EXPECT_PASS(
+          compare_as(t, dlogits.read(),
+                     ref::cross_entropy_bwd(dloss.data(), x.values.data(), target.data(),
+                                            lse_f32.data(), m, n, -100, 0.1, ref::Reduction::kNone),
+                     n),
+          "dlogits");
+    }
   }
 }
 

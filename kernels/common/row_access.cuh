@@ -1,0 +1,13 @@
+// How a row-wise kernel moves its rows (its ACCESS template argument; the
+// host picks one per call from the tensors' alignment). See row_io.cuh.
+#pragma once
+
+namespace kestrel {
+
+enum RowAccess : int {
+  kRowElementwise = 0,  // element by element: rows misaligned unequally across tensors
+  kRowVector = 1,       // 16-byte accesses: every row starts 16-byte aligned
+  kRowShifted = 2,      // 16-byte accesses from the boundary before each misaligned row
+};
+
+}  // namespace kestrel
