@@ -200,14 +200,6 @@ __device__ __forceinline__ void st_async(uint32_t addr, uint32_t v0, uint32_t v1
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr), "l"(src) : "memory");
 }
-// The first `bytes` (0..16) of 16 from global, the rest zero-filled (a row's
-// partial last vector; the bytes past it are never read).
-__device__ __forceinline__ void cp_async_16_zfill(uint32_t smem_addr, const void* src,
-                                                  uint32_t bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr), "l"(src),
-               "r"(bytes)
-               : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 

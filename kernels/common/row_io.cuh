@@ -236,11 +236,12 @@ struct StagedRow {
   __device__ void put(int i, uint4 v) const { ptx::st_shared_v4(p + i * G::TPR, v); }
 };
 
-// This thread's vectors of a row into shared memory, by cp.async where the
-// vector starts inside the row (no register staging, so all are in flight at
-// once; complete with cp_async_wait_all), the partial last vector
-// zero-filled; the others (a shifted row's first vector, vectors past the
-// end, every vector under kRowElementwise) go through registers.
+// This thread's vectors of a row into shared memory: whole vectors by
+// cp.async (no register staging, so all are in flight at once; complete with
+// cp_async_wait_all), partial ones and those outside the row (zeros) through
+// registers. A zero-filling cp.async of a partial vector would be shorter,
+// but compute-sanitizer counts all 16 bytes as read, past the tensor's end
+// for a shifted last row.
 template <typename T, class G, int ACCESS>
 __device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
                                           const RowWindow<const T, ACCESS>& w,
@@ -254,9 +255,8 @@ __device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
 #pragma unroll
   for (int i = 0; i < G::VPT; ++i) {
     const int c = s.col(i);
-    if (ACCESS != kRowElementwise && w.has(c)) {
-      ptx::cp_async_16_zfill(ptx::smem_u32(dst.p + i * G::TPR), w.base + c,
-                             uint32_t(min(w.hi - c, RowSlice<T, G>::VEC)) * uint32_t(sizeof(T)));
+    if (w.whole(c)) {
+      ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), w.base + c);
     } else {
       dst.put(i, load_vec(w, c));
     }
