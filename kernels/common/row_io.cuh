@@ -43,7 +43,9 @@ struct RowWindow {
     base = row - lo;
     hi = n + lo;
   }
-  __device__ bool has(int c) const { return (ACCESS != kRowShifted || c >= lo) && c < hi; }
+  __device__ bool has(int c) const {  // one unsigned compare covers both ends
+    return ACCESS == kRowShifted ? unsigned(c - lo) < unsigned(hi - lo) : c < hi;
+  }
   // Whether vector column c moves as one 16-byte access.
   __device__ bool whole(int c) const {
     return ACCESS != kRowElementwise && (ACCESS != kRowShifted || c >= lo) && c + VEC <= hi;
@@ -172,7 +174,7 @@ template <typename T, int ACCESS>
 __device__ __forceinline__ void store_vec(const RowWindow<T, ACCESS>& w, int c, const uint4& v) {
   constexpr int VEC = 16 / sizeof(T);
   if (w.whole(c)) {
-    *reinterpret_cast<uint4*>(w.base + c) = v;
+    ptx::st_global_v4(w.base + c, v);
     return;
   }
 #pragma unroll
@@ -216,7 +218,7 @@ __device__ __forceinline__ void store_row(const RowWindow<T, ACCESS>& w, const R
                                           F&& f) {
   if (slice_full(s, w)) {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) *reinterpret_cast<uint4*>(w.base + s.col(i)) = f(i);
+    for (int i = 0; i < G::VPT; ++i) ptx::st_global_v4(w.base + s.col(i), f(i));
   } else {
 #pragma unroll
     for (int i = 0; i < G::VPT; ++i) store_vec(w, s.col(i), f(i));
