@@ -33,9 +33,8 @@ __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
   return v;
 }
 
-// 16-byte store with the default cache policy. Inline PTX, because where the
-// compiler cannot see the pointer's alignment (a row base found by
-// subtracting its misalignment) it splits a uint4 store into four.
+// 16-byte store with the default cache policy (for pointers whose 16-byte
+// alignment the compiler cannot see: it would split a uint4 store into four).
 __device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w)
@@ -208,6 +207,14 @@ __device__ __forceinline__ void st_async(uint32_t addr, uint32_t v0, uint32_t v1
 // cached in L2 only.
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr), "l"(src) : "memory");
+}
+// The first `bytes` (0..16) of 16 from global, the rest zero-filled (a row's
+// partial last vector).
+__device__ __forceinline__ void cp_async_16_zfill(uint32_t smem_addr, const void* src,
+                                                  uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr), "l"(src),
+               "r"(bytes)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }

@@ -170,11 +170,23 @@ __device__ __forceinline__ uint4 load_vec(const RowWindow<const T, ACCESS>& w, i
   return make_uint4(q[0], q[1], q[2], q[3]);
 }
 
+// A whole vector's store. A plain store lets the compiler fold the column
+// into the address; through a shifted base, whose alignment it cannot see,
+// it would split the store into four, hence inline PTX there.
+template <typename T, int ACCESS>
+__device__ __forceinline__ void store16(const RowWindow<T, ACCESS>& w, int c, const uint4& v) {
+  if constexpr (ACCESS == kRowShifted) {
+    ptx::st_global_v4(w.base + c, v);
+  } else {
+    *reinterpret_cast<uint4*>(w.base + c) = v;
+  }
+}
+
 template <typename T, int ACCESS>
 __device__ __forceinline__ void store_vec(const RowWindow<T, ACCESS>& w, int c, const uint4& v) {
   constexpr int VEC = 16 / sizeof(T);
   if (w.whole(c)) {
-    ptx::st_global_v4(w.base + c, v);
+    store16(w, c, v);
     return;
   }
 #pragma unroll
@@ -195,7 +207,8 @@ __device__ __forceinline__ void store_vec(const RowWindow<T, ACCESS>& w, int c, 
 template <typename T, class G, typename WT, int ACCESS>
 __device__ __forceinline__ bool slice_full(const RowSlice<T, G>& s,
                                            const RowWindow<WT, ACCESS>& w) {
-  return w.whole(s.col(0)) && s.col(G::VPT - 1) + RowSlice<T, G>::VEC <= w.hi;
+  return ACCESS != kRowElementwise && (ACCESS != kRowShifted || s.col(0) >= w.lo) &&
+         s.col(G::VPT - 1) + RowSlice<T, G>::VEC <= w.hi;
 }
 
 // This thread's vectors of a row into registers; elements outside the row
@@ -218,7 +231,7 @@ __device__ __forceinline__ void store_row(const RowWindow<T, ACCESS>& w, const R
                                           F&& f) {
   if (slice_full(s, w)) {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) ptx::st_global_v4(w.base + s.col(i), f(i));
+    for (int i = 0; i < G::VPT; ++i) store16(w, s.col(i), f(i));
   } else {
 #pragma unroll
     for (int i = 0; i < G::VPT; ++i) store_vec(w, s.col(i), f(i));
@@ -238,12 +251,13 @@ struct StagedRow {
   __device__ void put(int i, uint4 v) const { ptx::st_shared_v4(p + i * G::TPR, v); }
 };
 
-// This thread's vectors of a row into shared memory: whole vectors by
-// cp.async (no register staging, so all are in flight at once; complete with
-// cp_async_wait_all), partial ones and those outside the row (zeros) through
-// registers. A zero-filling cp.async of a partial vector would be shorter,
-// but compute-sanitizer counts all 16 bytes as read, past the tensor's end
-// for a shifted last row.
+// This thread's vectors of a row into shared memory, by cp.async (no
+// register staging, so all are in flight at once; complete with
+// cp_async_wait_all). A 16-byte aligned row's partial last vector comes by a
+// zero-filling cp.async too. Under kRowShifted, partial vectors go through
+// registers instead: compute-sanitizer counts all 16 bytes of a zero-filling
+// cp.async as read, past the tensor's end for a shifted last row. Vectors
+// past the end are zeroed.
 template <typename T, class G, int ACCESS>
 __device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
                                           const RowWindow<const T, ACCESS>& w,
@@ -257,7 +271,12 @@ __device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
 #pragma unroll
   for (int i = 0; i < G::VPT; ++i) {
     const int c = s.col(i);
-    if (w.whole(c)) {
+    if (ACCESS == kRowVector && c < w.hi) {
+      ptx::cp_async_16_zfill(ptx::smem_u32(dst.p + i * G::TPR), w.base + c,
+                             uint32_t(min(w.hi - c, RowSlice<T, G>::VEC)) * uint32_t(sizeof(T)));
+    } else if (ACCESS == kRowVector) {
+      dst.put(i, make_uint4(0u, 0u, 0u, 0u));
+    } else if (w.whole(c)) {
       ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), w.base + c);
     } else {
       dst.put(i, load_vec(w, c));
