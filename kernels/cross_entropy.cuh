@@ -144,8 +144,8 @@ __global__ void __launch_bounds__(THREADS)
   store_row(dw, s, [&](int i) {
     float a[VEC];
     unpack<T>(v[i], a);
-    const long long target_lane =
-        t + dw.lo - s.col(i);  // element of this vector that is the target
+    // The element of this vector that is the target (column t + lo).
+    const long long target_lane = t + dw.lo - s.col(i);
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
       const float p_e = ptx::ex2_approx((a[e] - lse) * reduce::kLog2e);

@@ -37,19 +37,19 @@ Status check_vector(const TensorView& t, const char* name, int64_t len, DType dt
 }
 
 RowAccess row_access(std::initializer_list<TensorView> ts, bool shifted_ok) {
+  // Row r starts at data + r * stride: equal (data, row stride) mod 16 give
+  // every row the same misalignment.
+  const auto data_mod = [](const TensorView& v) {
+    return reinterpret_cast<uintptr_t>(v.data) % 16;
+  };
+  const auto stride_mod = [](const TensorView& v) {
+    return uint64_t(v.stride[0]) * uint64_t(dtype_size(v.dtype)) % 16;
+  };
   bool aligned = true, same_shift = true;
   const TensorView* first = nullptr;
   for (const TensorView& t : ts) {
     if (!present(t)) continue;
     aligned = aligned && check_aligned(t, 16, "").ok();
-    // Row r starts at data + r * stride: equal (data, row stride) mod 16 give
-    // every row the same misalignment.
-    const auto data_mod = [](const TensorView& v) {
-      return reinterpret_cast<uintptr_t>(v.data) % 16;
-    };
-    const auto stride_mod = [](const TensorView& v) {
-      return uint64_t(v.stride[0]) * uint64_t(dtype_size(v.dtype)) % 16;
-    };
     if (first == nullptr) {
       first = &t;
     } else {

@@ -397,6 +397,24 @@ TEST(RowwiseSmallVariants, RmsNormBackwardWalksSeveralRowsPerCluster) {
   }
 }
 
+// Per-row cross-entropy losses and lse of `dx` (the device copy of x) with
+// `target` and label smoothing eps, against the float64 reference.
+void check_xent_fwd_per_row(const Rows& x, const DeviceRows& dx, const std::vector<int64_t>& target,
+                            double eps) {
+  const int64_t m = x.m, n = x.n;
+  const auto want = ref::cross_entropy_fwd(x.values.data(), target.data(), m, n, -100, eps,
+                                           ref::Reduction::kNone);
+  const DeviceBuffer dt = DeviceBuffer::from(target), loss = testing::poisoned_f32(size_t(m)),
+                     lse = testing::poisoned_f32(size_t(m));
+  CrossEntropyOptions opt;
+  opt.label_smoothing = float(eps);
+  opt.reduction = Reduction::kNone;
+  ASSERT_OK(cross_entropy_fwd(dx.view, vec_view(dt, DType::kI64, m), vec_view(loss, DType::kF32, m),
+                              vec_view(lse, DType::kF32, m), nullptr, opt));
+  EXPECT_PASS(testing::compare_fp32(testing::read_f32(lse), want.lse, 1e-5, m), "lse");
+  EXPECT_PASS(testing::compare_fp32(testing::read_f32(loss), want.loss, 1e-5, m), "loss");
+}
+
 // Rows that start misaligned, the first one too: equally in every tensor
 // (16-byte accesses from the boundary before each row), and unequally
 // (element by element).
@@ -422,21 +440,16 @@ TEST(RowwiseSmallVariants, MisalignedRowStarts) {
           "softmax dx");
 
       const auto target = testing::random_targets(m, n, 52, -100, 4);
+      check_xent_fwd_per_row(x, dx, target, 0.1);
+
       const DeviceBuffer dt = DeviceBuffer::from(target);
-      const auto fwd = ref::cross_entropy_fwd(x.values.data(), target.data(), m, n, -100, 0.1,
-                                              ref::Reduction::kNone);
-      const DeviceBuffer loss = testing::poisoned_f32(size_t(m)),
-                         lse = testing::poisoned_f32(size_t(m));
       CrossEntropyOptions opt;
       opt.label_smoothing = 0.1f;
       opt.reduction = Reduction::kNone;
-      ASSERT_OK(cross_entropy_fwd(dx.view, vec_view(dt, DType::kI64, m),
-                                  vec_view(loss, DType::kF32, m), vec_view(lse, DType::kF32, m),
-                                  nullptr, opt));
-      EXPECT_PASS(testing::compare_fp32(testing::read_f32(lse), fwd.lse, 1e-5, m), "lse");
-      EXPECT_PASS(testing::compare_fp32(testing::read_f32(loss), fwd.loss, 1e-5, m), "loss");
-
-      const auto lse_f32 = testing::round_f32(fwd.lse);
+      const auto lse_f32 =
+          testing::round_f32(ref::cross_entropy_fwd(x.values.data(), target.data(), m, n, -100, 0.1,
+                                                    ref::Reduction::kNone)
+                                 .lse);
       const auto dloss = testing::round_f32(testing::random_normal(m, 53));
       const DeviceBuffer dlse = testing::upload_f32(lse_f32), ddloss = testing::upload_f32(dloss);
       const DeviceRows dlogits = DeviceRows::poisoned_like(out_layout);
@@ -484,18 +497,8 @@ TEST(RowwiseSmallExtreme, SoftmaxAndCrossEntropy) {
       // Cross-entropy on the finite-lse rows (targets on finite logits).
       std::vector<int64_t> target = {1, 1, -100, n / 2, 3, 7};
       for (double eps : {0.0, 0.1}) {
-        const auto want = ref::cross_entropy_fwd(x.values.data(), target.data(), m, n, -100, eps,
-                                                 ref::Reduction::kNone);
-        const DeviceBuffer dt = DeviceBuffer::from(target), loss = testing::poisoned_f32(size_t(m)),
-                           lse = testing::poisoned_f32(size_t(m));
-        CrossEntropyOptions opt;
-        opt.label_smoothing = float(eps);
-        opt.reduction = Reduction::kNone;
-        ASSERT_OK(cross_entropy_fwd(dx.view, vec_view(dt, DType::kI64, m),
-                                    vec_view(loss, DType::kF32, m), vec_view(lse, DType::kF32, m),
-                                    nullptr, opt));
-        EXPECT_PASS(testing::compare_fp32(testing::read_f32(lse), want.lse, 1e-5, m), "lse");
-        EXPECT_PASS(testing::compare_fp32(testing::read_f32(loss), want.loss, 1e-5, m), "loss");
+        SCOPED_TRACE("smoothing " + std::to_string(eps));
+        check_xent_fwd_per_row(x, dx, target, eps);
       }
     }
   }
