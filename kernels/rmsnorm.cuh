@@ -110,6 +110,8 @@ struct RmsNormBwdParams {
   long long dw_stride;  // a multiple of 4
   long long m;
   int n;
+  float* group_slots;        // L2: [gridDim.x / CLUSTER][2][ROWS][CLUSTER], zero
+  unsigned* group_counters;  // L2: [gridDim.x / CLUSTER][2], zero
 };
 
 // Dynamic shared memory: dy, then x, each [ROWS][VPT][TPR] x 16 bytes, then
@@ -121,8 +123,10 @@ struct RmsNormBwdParams {
 // only its own slots, so none of this needs a barrier. The registers that
 // hold the row are the ones the dweight accumulators would need, hence those
 // live in shared memory.
+// L2: the CLUSTER CTAs of a row are a co-resident group exchanging through L2
+// (L2GroupReducer) instead of a cluster, so that every SM can take one.
 template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
-          bool WEIGHT>
+          bool WEIGHT, bool L2>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_kernel(const __grid_constant__ RmsNormBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
@@ -130,9 +134,19 @@ __global__ void __launch_bounds__(THREADS)
   constexpr bool ALIGNED = ACCESS == kRowVector;
   static_assert(ACCESS != kRowShifted, "dweight columns follow the row: no shifted rows");
   extern __shared__ uint4 smem[];
-  RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
+  const long long cluster = blockIdx.x / CLUSTER;
+  auto reducer = [&] {
+    if constexpr (L2) {
+      return L2GroupReducer<reduce::Sum, THREADS, TPR, CLUSTER>(
+          reinterpret_cast<Floats<1>*>(p.group_slots) + cluster * 2 * G::ROWS * CLUSTER,
+          p.group_counters + 2 * cluster);
+    } else {
+      return RowReducer<reduce::Sum, THREADS, TPR, CLUSTER>();
+    }
+  };
+  auto red = reducer();
   red.init();
-  const RowSlice<T, G> s(cta_rank<CLUSTER>());
+  const RowSlice<T, G> s(L2 ? int(blockIdx.x % CLUSTER) : cta_rank<CLUSTER>());
   const StagedRow<G> dys(smem, s.row_local, s.tr), xs(smem + SLICE, s.row_local, s.tr);
   const W* w = static_cast<const W*>(p.w);
   // This thread's dweight columns summed over its rows: (vector i, quarter q)
@@ -152,8 +166,8 @@ __global__ void __launch_bounds__(THREADS)
     stage_row(xs, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s);
     ptx::cp_async_commit();
   };
-  stage(row_of(blockIdx.x / CLUSTER));
-  for (long long grp = blockIdx.x / CLUSTER, k = 0; grp < groups; grp += stride, ++k) {
+  stage(row_of(cluster));
+  for (long long grp = cluster, k = 0; grp < groups; grp += stride, ++k) {
     const long long row = row_of(grp);
     const int n = row < p.m ? p.n : 0;
     const float rstd = n > 0 ? p.rstd[row] : 0.0f;
@@ -202,11 +216,12 @@ __global__ void __launch_bounds__(THREADS)
       store_vec(dx, s.col(i), pack<T>(g));
     }
   }
+  if constexpr (L2) red.finish();
 
   if constexpr (WEIGHT) {
     // This CTA's partial dweight: its rows' accumulators summed in row order.
     __syncthreads();
-    float* out = p.dw_partial + (long long)(blockIdx.x / CLUSTER) * p.dw_stride;
+    float* out = p.dw_partial + cluster * p.dw_stride;
     for (int j = threadIdx.x; j < VPT * Q * TPR; j += THREADS) {
       float4 t = acc[j];
       for (int r = 1; r < G::ROWS; ++r) {

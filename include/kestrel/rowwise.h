@@ -45,12 +45,16 @@ const char* rowwise_op_name(RowwiseOp op);  // "rmsnorm_fwd", ...
 // (cross_entropy_bwd, which reduces nothing, splits over independent CTAs).
 // Each thread then holds ceil(N / (cluster * threads_per_row * vec)) 16-byte
 // vectors of the row (vec = 16 / element size), which must be at most 16.
+// rmsnorm_bwd may instead split a row over a group of `cluster` ordinary CTAs
+// that exchange through L2 (`l2_group`): its persistent grid then fills every
+// SM, where clusters of 16 fit on 112 of an H100's 132.
 struct RowwiseConfig {
   int threads = 256;          // 128, 256, 512 or 1024
   int threads_per_row = 256;  // a power of two <= threads
   int cluster = 1;            // 1, 2, 4, 8 or 16; > 1 needs threads_per_row >= 32
+  bool l2_group = false;      // rmsnorm_bwd, cluster > 1: a co-resident group, not a cluster
 
-  std::string describe() const;  // "t256 r64 c1"
+  std::string describe() const;  // "t256 r64 c1"; "t1024 r1024 g16" for an L2 group
 };
 
 // Every configuration that can run `op` on rows of n elements of `dtype`.

@@ -15,6 +15,17 @@ __device__ __forceinline__ unsigned atomic_inc_unaggregated(unsigned* p) {
   return old;
 }
 
+// GPU-scope acquire load and release add: a flag that other CTAs of the grid
+// wait on orders everything its writer wrote before the add.
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 // Programmatic dependent launch: let the stream's next kernel (launched with
 // programmatic serialization) start, and, in that kernel, wait until this
 // one has finished and its writes are visible. Without the launch attribute

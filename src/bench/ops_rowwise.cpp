@@ -44,7 +44,7 @@ Status read_shape(const Params& p, Shape* s) {
   return Status::Ok();
 }
 
-// The configuration named by threads/tpr/cluster, or none (heuristic) when all are 0.
+// The configuration named by threads/tpr/cluster/l2_group, or none (heuristic) when all are 0.
 struct MaybeConfig {
   bool set = false;
   RowwiseConfig cfg;
@@ -52,10 +52,12 @@ struct MaybeConfig {
 };
 MaybeConfig read_config(const Params& p) {
   MaybeConfig c;
-  c.set = p.integer("threads") != 0 || p.integer("tpr") != 0 || p.integer("cluster") != 0;
+  const bool l2 = p.values().count("l2_group") && p.integer("l2_group") != 0;  // rmsnorm_bwd
+  c.set = p.integer("threads") != 0 || p.integer("tpr") != 0 || p.integer("cluster") != 0 || l2;
   if (p.integer("threads")) c.cfg.threads = int(p.integer("threads"));
   if (p.integer("tpr")) c.cfg.threads_per_row = int(p.integer("tpr"));
   if (p.integer("cluster")) c.cfg.cluster = int(p.integer("cluster"));
+  c.cfg.l2_group = l2;
   return c;
 }
 
@@ -487,7 +489,13 @@ void register_rowwise_ops(OpRegistry& reg) {
                    {"residual", ParamKind::kChoice, "no", "fused residual add", {"no", "yes"}}}),
            check_rmsnorm_fwd, bench_rmsnorm_fwd});
   reg.add({"rmsnorm_bwd", kFamily,
-           "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd", common({weight}),
+           "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",
+           common({weight,
+                   {"l2_group",
+                    ParamKind::kInt,
+                    "0",
+                    "1: the row's `cluster` CTAs exchange through L2, not as a cluster",
+                    {}}}),
            check_rmsnorm_bwd, bench_rmsnorm_bwd});
   reg.add({"softmax_fwd", kFamily, "y = softmax(x) along rows", common({}),
            [](const Params& p, const OpEnv& e, CheckReport* o) {

@@ -10,6 +10,7 @@
 #include "ops/validate.h"
 #include "runtime/cuda_check.h"
 #include "runtime/launcher.h"
+#include "runtime/scratch.h"
 
 namespace kestrel {
 namespace {
@@ -45,6 +46,8 @@ struct RmsNormBwdParams {  // mirrors kernels/rmsnorm.cuh
   long long dw_stride;
   long long m;
   int n;
+  float* group_slots;
+  unsigned* group_counters;
 };
 
 long long row_stride(const TensorView& t) { return present(t) ? t.stride[0] : 0; }
@@ -86,14 +89,15 @@ Status fwd(const TensorView& x, const TensorView& residual, const TensorView& we
   return kernel(plan.shape(plan.row_groups(m)), stream, p);
 }
 
-// The bwd kernel, and how many clusters its persistent grid runs (all that fit
-// on the GPU at once, at most one per row group).
+// The bwd kernel, and how many clusters (or L2 groups) its persistent grid
+// runs (all that fit on the GPU at once, at most one per row group).
 struct BwdLaunch {
   ops::RowPlan plan;
   rt::Kernel kernel;
   int64_t clusters = 0;
-  size_t workspace_bytes = 0;  // clusters partial rows of dweight
+  size_t workspace_bytes = 0;  // partial rows of dweight, one per cluster
   long long dw_stride = 0;
+  size_t slots = 0;  // the L2 groups' exchange slots (kernels/common/reduce.cuh)
 };
 
 rt::KernelSpec bwd_spec(const ops::RowPlan& plan, DType t, const DType* w) {
@@ -107,23 +111,34 @@ Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
       ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, access, &out->plan, w != nullptr));
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(bwd_spec(out->plan, t, w), &out->kernel));
   const int64_t groups = out->plan.row_groups(m);
+  const RowwiseConfig& cfg = out->plan.cfg;
   out->clusters = groups;
-  if (w == nullptr) return Status::Ok();
-  // Size the grid by the occupancy of one fixed variant (16-byte path, weight
-  // of dtype t: the common case, so usually the kernel itself), so that the
-  // workspace size depends on (m, n, dtype, config) only.
+  if (w == nullptr && !cfg.l2_group) return Status::Ok();
+  // Size the workspace by the occupancy of one fixed variant (16-byte path,
+  // weight of dtype t: the common case, so usually the kernel itself), so
+  // that it depends on (m, n, dtype, config) only.
   ops::RowPlan aligned_plan = out->plan;
   aligned_plan.access = kRowVector;
   rt::Kernel probe;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(bwd_spec(aligned_plan, t, &t), &probe));
+  const std::string no_fit =
+      "config " + cfg.describe() + ": a CTA group of this shape does not fit on the GPU";
+  // An L2 group is `cluster` CTAs of a cooperative grid (occupancy in CTAs).
+  const int per_group = cfg.l2_group ? cfg.cluster : 1;
   int fit = 0;
   KESTREL_RETURN_IF_ERROR(probe.max_active_clusters(aligned_plan.shape(1), &fit));
-  if (fit < 1)
-    return Status::Unsupported("config " + out->plan.cfg.describe() +
-                               ": a CTA group of this shape does not fit on the GPU");
-  out->clusters = std::min<int64_t>(groups, fit);
-  out->dw_stride = (n + 3) / 4 * 4;
-  out->workspace_bytes = size_t(out->clusters) * size_t(out->dw_stride) * sizeof(float);
+  const int64_t bound = std::min<int64_t>(groups, fit / per_group);
+  if (bound < 1) return Status::Unsupported(no_fit);
+  out->clusters = bound;
+  if (cfg.l2_group) {  // every CTA must be resident: the kernel's own occupancy
+    KESTREL_RETURN_IF_ERROR(out->kernel.max_active_clusters(out->plan.shape(1), &fit));
+    out->clusters = std::min<int64_t>(bound, fit / per_group);
+    if (out->clusters < 1) return Status::Unsupported(no_fit);
+  }
+  out->dw_stride = w ? (n + 3) / 4 * 4 : 0;
+  out->workspace_bytes = size_t(bound) * size_t(out->dw_stride) * sizeof(float);
+  if (cfg.l2_group)
+    out->slots = size_t(out->clusters) * 2 * size_t(out->plan.rows_per_cta()) * size_t(cfg.cluster);
   return Status::Ok();
 }
 
@@ -172,6 +187,14 @@ Status rmsnorm_bwd(const TensorView& dy, const TensorView& x, const TensorView& 
   Scratch scratch;
   KESTREL_RETURN_IF_ERROR(
       scratch.acquire(opt.workspace, l.workspace_bytes, stream, "opt.workspace"));
+  // The L2 groups' counters (two per group), then their slots: zero, and left zero.
+  unsigned* counters = nullptr;
+  if (l.slots) {
+    void* zeroed = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, (size_t(l.clusters) * 2 + l.slots) * 4,
+                                                 &zeroed, rt::WorkspaceUse::kCounters));
+    counters = static_cast<unsigned*>(zeroed);
+  }
   const RmsNormBwdParams p{dy.data,
                            row_stride(dy),
                            x.data,
@@ -183,7 +206,9 @@ Status rmsnorm_bwd(const TensorView& dy, const TensorView& x, const TensorView& 
                            static_cast<float*>(scratch.get()),
                            l.dw_stride,
                            m,
-                           int(n)};
+                           int(n),
+                           counters ? reinterpret_cast<float*>(counters + 2 * l.clusters) : nullptr,
+                           counters};
   KESTREL_RETURN_IF_ERROR(l.kernel(l.plan.shape(l.clusters), stream, p));
   if (!wt) return Status::Ok();
 

@@ -36,10 +36,18 @@ constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 // that, one CTA of 1024 threads per SM, with the most vectors per thread whose
 // staged row and fp32 dweight accumulators fit in shared memory (fp32: 4,
 // 16-bit types: 2), long rows split over a cluster of 2..16 such CTAs.
+// fp32 rows split 4 ways or more go to L2 groups instead (co-resident CTAs,
+// no cluster): 65536 / 131072 / 262144 at 87 / 93 / 95% of the copy
+// bandwidth against 84 / 86 / 75% as clusters, whose every row waits for the
+// slowest of its CTAs and whose clusters of 16 fit on 112 SMs. 16-bit rows
+// keep clusters: their half-size slices leave the L2 exchange exposed (76-78%
+// as groups against 83-86% as clusters), and so do fp32 rows split 2 ways.
 RowwiseConfig rmsnorm_bwd_config(int64_t vectors, DType t) {
   if (vectors <= 256 * 4) return {256, pow2_at_least(ceil_div(vectors, 4)), 1};
-  const int vpt = dtype_size(t) == 4 ? 4 : 2;
-  return {1024, 1024, int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 1024 * vpt))))};
+  const bool fp32 = dtype_size(t) == 4;
+  const int cluster =
+      int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 1024 * (fp32 ? 4 : 2)))));
+  return {1024, 1024, cluster, fp32 && cluster >= 4};
 }
 
 }  // namespace
@@ -63,8 +71,8 @@ const char* rowwise_op_name(RowwiseOp op) {
 }
 
 std::string RowwiseConfig::describe() const {
-  return "t" + std::to_string(threads) + " r" + std::to_string(threads_per_row) + " c" +
-         std::to_string(cluster);
+  return "t" + std::to_string(threads) + " r" + std::to_string(threads_per_row) +
+         (l2_group ? " g" : " c") + std::to_string(cluster);
 }
 
 namespace ops {
@@ -102,6 +110,8 @@ std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n
   if (!is_pow2(c.cluster) || c.cluster > 16) return "cluster must be 1, 2, 4, 8 or 16";
   if (c.cluster > 1 && c.threads_per_row < 32)
     return "a row split over several CTAs needs threads_per_row >= 32";
+  if (c.l2_group && op != RowwiseOp::kRmsNormBwd) return "only rmsnorm_bwd has L2 groups";
+  if (c.l2_group && c.cluster < 2) return "an L2 group needs cluster >= 2";
   const int vpt = vectors_per_thread(c, n, t);
   if (vpt > kMaxVectorsPerThread)
     return "rows of " + std::to_string(n) + " elements need " + std::to_string(vpt) +
@@ -124,9 +134,11 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
   for (int threads : {128, 256, 512, 1024})
     for (int tpr = 1; tpr <= threads; tpr *= 2)
       for (int cluster = 1; cluster <= 16; cluster *= 2) {
-        const RowwiseConfig c{threads, tpr, cluster};
         if (int64_t(tpr) * cluster > std::max<int64_t>(slots, 1)) continue;
-        if (ops::rowwise_config_error(op, c, n, dtype, kMaxSmemOptin).empty()) out.push_back(c);
+        for (bool l2 : {false, true}) {
+          const RowwiseConfig c{threads, tpr, cluster, l2};
+          if (ops::rowwise_config_error(op, c, n, dtype, kMaxSmemOptin).empty()) out.push_back(c);
+        }
       }
   return out;
 }

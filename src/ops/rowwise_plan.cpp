@@ -82,7 +82,11 @@ rt::LaunchShape RowPlan::shape(int64_t groups, bool cluster_launch) const {
   rt::LaunchShape s;
   s.grid = dim3(unsigned(groups * cfg.cluster));
   s.block = dim3(unsigned(cfg.threads));
-  if (cluster_launch) s.cluster = dim3(unsigned(cfg.cluster));
+  if (cfg.l2_group) {
+    s.cooperative = true;  // a group's CTAs wait for each other
+  } else if (cluster_launch) {
+    s.cluster = dim3(unsigned(cfg.cluster));
+  }
   s.smem_bytes = smem_bytes;
   return s;
 }
@@ -101,7 +105,7 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
     case RowwiseOp::kRmsNormBwd:
       return {"rmsnorm.cuh",
               "kestrel::rmsnorm_bwd_kernel<" + args + w + plan.template_args() + ", " +
-                  tf(v.weight) + ">",
+                  tf(v.weight) + ", " + tf(plan.cfg.l2_group) + ">",
               {}};
     case RowwiseOp::kSoftmaxFwd:
       return {

@@ -34,7 +34,8 @@ std::string key_of(const KernelSpec& spec, const std::string& arch) {
   return k;
 }
 
-// attrs: room for two attributes (cluster shape, programmatic serialization).
+// attrs: room for three attributes (cluster shape, programmatic serialization,
+// cooperative).
 cudaLaunchConfig_t launch_config(const LaunchShape& shape, cudaStream_t stream,
                                  cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t cfg{};
@@ -54,6 +55,11 @@ cudaLaunchConfig_t launch_config(const LaunchShape& shape, cudaStream_t stream,
     cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
     a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     a.val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (shape.cooperative) {
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeCooperative;
+    a.val.cooperative = 1;
   }
   return cfg;
 }
@@ -144,7 +150,8 @@ Status Kernel::max_active_clusters(const LaunchShape& shape, int* out) const {
 Status Kernel::query_max_active_clusters(const LaunchShape& shape, int* out) const {
   LaunchShape occupancy_shape = shape;
   occupancy_shape.overlap_previous = false;
-  cudaLaunchAttribute attrs[2];
+  occupancy_shape.cooperative = false;
+  cudaLaunchAttribute attrs[3];
   const cudaLaunchConfig_t cfg = launch_config(occupancy_shape, nullptr, attrs);
   if (cfg.numAttrs == 0) {  // no cluster: blocks per SM times SMs
     const DeviceInfo* dev = nullptr;
@@ -164,7 +171,7 @@ Status Kernel::query_max_active_clusters(const LaunchShape& shape, int* out) con
 Status Kernel::launch(const LaunchShape& shape, cudaStream_t stream, void** args) const {
   KESTREL_RETURN_IF_ERROR(prepare(shape));
   const void* fn = reinterpret_cast<const void*>(handle_);
-  cudaLaunchAttribute attrs[2];
+  cudaLaunchAttribute attrs[3];
   const cudaLaunchConfig_t cfg = launch_config(shape, stream, attrs);
   KESTREL_CUDA_RETURN(cudaLaunchKernelExC(&cfg, fn, args));
   return Status::Ok();

@@ -18,6 +18,9 @@ struct LaunchShape {
   // griddepcontrol.launch_dependents or exited), and must execute
   // griddepcontrol.wait before it reads anything that kernel writes.
   bool overlap_previous = false;
+  // All CTAs resident at once (or the launch fails): for grids whose CTAs
+  // wait on each other.
+  bool cooperative = false;
 };
 
 // A loaded kernel for the current device's architecture (compiled on first use,

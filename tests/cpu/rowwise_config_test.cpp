@@ -19,7 +19,8 @@ constexpr int64_t kRowLengths[] = {1,     7,     256,   1000,   1024,   4096,   
                                    32768, 50257, 65536, 131072, 131073, 151936, 262144};
 
 bool same(const RowwiseConfig& a, const RowwiseConfig& b) {
-  return a.threads == b.threads && a.threads_per_row == b.threads_per_row && a.cluster == b.cluster;
+  return a.threads == b.threads && a.threads_per_row == b.threads_per_row &&
+         a.cluster == b.cluster && a.l2_group == b.l2_group;
 }
 
 TEST(RowwiseConfig, HeuristicPicksAreValidMembersOfTheSpace) {
@@ -48,6 +49,13 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   const RowwiseConfig bf16 =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kBF16, 132);
   EXPECT_EQ(bf16.cluster, 16);
+  // rmsnorm_bwd: long fp32 rows over L2 groups, 16-bit ones over clusters.
+  const RowwiseConfig bwd32 =
+      rowwise_default_config(RowwiseOp::kRmsNormBwd, 8192, 262144, DType::kF32, 132);
+  EXPECT_TRUE(bwd32.l2_group && bwd32.cluster == 16) << bwd32.describe();
+  const RowwiseConfig bwd16 =
+      rowwise_default_config(RowwiseOp::kRmsNormBwd, 8192, 262144, DType::kBF16, 132);
+  EXPECT_TRUE(!bwd16.l2_group && bwd16.cluster == 16) << bwd16.describe();
   const RowwiseConfig short_rows =
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 256, DType::kBF16, 132);
   EXPECT_EQ(short_rows.cluster, 1);
@@ -73,6 +81,16 @@ TEST(RowwiseConfig, RulesNameWhatIsWrong) {
                 .find("vectors per thread"),
             std::string::npos);
   EXPECT_EQ(RowwiseConfig({256, 64, 2}).describe(), "t256 r64 c2");
+  // L2 groups: rmsnorm_bwd only, and only for rows split over several CTAs.
+  EXPECT_NE(err({256, 256, 2, true}).find("only rmsnorm_bwd"), std::string::npos);
+  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 1, true}, 4096,
+                                      DType::kF32, 227 * 1024)
+                .find("cluster >= 2"),
+            std::string::npos);
+  EXPECT_EQ(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 16, true}, 262144,
+                                      DType::kF32, 227 * 1024),
+            "");
+  EXPECT_EQ(RowwiseConfig({1024, 1024, 16, true}).describe(), "t1024 r1024 g16");
 }
 
 }  // namespace

@@ -397,6 +397,38 @@ TEST(RowwiseSmallVariants, RmsNormBackwardWalksSeveralRowsPerCluster) {
   }
 }
 
+// The row's CTAs as a co-resident group exchanging through L2 instead of a
+// cluster: groups walking several rows (more row groups than fit), a group
+// of 16 over the longest row, one vector per CTA, no weight. Each case runs
+// twice: the second call finds the counters the first one left, which must
+// be zero again.
+TEST(RowwiseSmallVariants, RmsNormBackwardL2Groups) {
+  KESTREL_REQUIRE_GPU();
+  for (const Case& c : {Case{DType::kF32, 301, 16384, 0, RowwiseConfig{512, 256, 2, true}},
+                        Case{DType::kBF16, 300, 32760, 0, RowwiseConfig{1024, 1024, 2, true}},
+                        Case{DType::kBF16, 41, 65536, 0, RowwiseConfig{1024, 1024, 4, true}},
+                        Case{DType::kF32, 5, 262144, 0, RowwiseConfig{1024, 1024, 16, true}},
+                        Case{DType::kF16, 3, 2000, 0, RowwiseConfig{128, 128, 16, true}}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " " + std::to_string(c.m) + "x" +
+                 std::to_string(c.n) + " " + c.config->describe());
+    for (int call = 0; call < 2; ++call) check_rmsnorm_bwd(c);
+  }
+  const Case c{DType::kBF16, 7, 3000, 0, RowwiseConfig{256, 64, 4, true}};
+  const Rows x = random_rows(c, 5), dy = random_rows(c, 6);
+  const auto rstd =
+      testing::round_f32(ref::rmsnorm_fwd(x.values.data(), nullptr, c.m, c.n, 1e-6).rstd);
+  const auto want =
+      ref::rmsnorm_bwd(dy.values.data(), x.values.data(), nullptr, rstd.data(), c.m, c.n);
+  const DeviceRows ddy = DeviceRows::input(dy), dxin = DeviceRows::input(x),
+                   dx = DeviceRows::poisoned_like(x);
+  const DeviceBuffer drstd = testing::upload_f32(rstd);
+  RmsNormOptions opt;
+  opt.config = config_of(c);
+  ASSERT_OK(rmsnorm_bwd(ddy.view, dxin.view, {}, vec_view(drstd, DType::kF32, c.m), dx.view, {},
+                        nullptr, opt));
+  EXPECT_PASS(compare_as(c.t, dx.read(), want.dx, c.n), "dx without weight");
+}
+
 // Per-row cross-entropy losses and lse of `dx` (the device copy of x) with
 // `target` and label smoothing eps, against the float64 reference.
 void check_xent_fwd_per_row(const Rows& x, const DeviceRows& dx, const std::vector<int64_t>& target,
