@@ -231,11 +231,12 @@ struct L2GroupReducer {
     if (tr == 0) s[blockIdx.x % GROUP] = v;
     __syncthreads();
     if (threadIdx.x == 0) {
-      __threadfence();
+      // The barrier orders the row leaders' slot writes before this release.
       ptx::red_release_gpu_add(counter, 1u);
       const unsigned all = unsigned(GROUP) * unsigned(call + 1);
-      while (ptx::ld_acquire_gpu(counter) < all) {
+      while (ptx::ld_relaxed_gpu(counter) < all) {
       }
+      (void)ptx::ld_acquire_gpu(counter);
     }
     __syncthreads();
     // L2 reads (.cg): this SM's L1 may still hold the slots of call - 2.

@@ -37,11 +37,12 @@ constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 // staged row and fp32 dweight accumulators fit in shared memory (fp32: 4,
 // 16-bit types: 2), long rows split over a cluster of 2..16 such CTAs.
 // fp32 rows split 4 ways or more go to L2 groups instead (co-resident CTAs,
-// no cluster): 65536 / 131072 / 262144 at 87 / 93 / 95% of the copy
+// no cluster): 65536 / 131072 / 262144 at 86-89 / 92-93 / 91-95% of the copy
 // bandwidth against 84 / 86 / 75% as clusters, whose every row waits for the
 // slowest of its CTAs and whose clusters of 16 fit on 112 SMs. 16-bit rows
-// keep clusters: their half-size slices leave the L2 exchange exposed (76-78%
-// as groups against 83-86% as clusters), and so do fp32 rows split 2 ways.
+// keep clusters (83-86%): as groups they ran at 82 / 82 / 77%, and at 80 /
+// 78 / 82% with 3 vectors per thread in groups of 3 / 6 / 11 that fill all
+// 132 SMs. fp32 rows split 2 ways keep clusters too (90 vs 82%).
 RowwiseConfig rmsnorm_bwd_config(int64_t vectors, DType t) {
   if (vectors <= 256 * 4) return {256, pow2_at_least(ceil_div(vectors, 4)), 1};
   const bool fp32 = dtype_size(t) == 4;
