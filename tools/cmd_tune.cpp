@@ -35,7 +35,10 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   Status s = bench::lookup_op(bench::builtin_registry(), e->op, &op);
   if (!s.ok()) return fail(exit_code_of(s), s.message());
   if (!op->configs) return fail(kExitUsage, "tune: op '" + e->op + "' has no configuration space");
-  const auto configs = op->configs();
+  bench::Params given;
+  s = bench::resolve_params(*op, e->values, &given);
+  if (!s.ok()) return fail(kExitUsage, s.message());
+  const auto configs = op->configs(given);
 
   // First the heuristic's own choice (the values as given), then every configuration.
   bench::Suite suite;

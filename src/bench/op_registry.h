@@ -80,9 +80,10 @@ struct OpInfo {
   std::function<Status(const Params&, const OpEnv&, CheckReport*)> check;
   // Allocates and fills inputs, returns what to time. Kept alive by the closures.
   std::function<Status(const Params&, const OpEnv&, BenchCase*)> bench;
-  // The kernel's configuration space as parameter overrides (one map per
-  // configuration), for `kestrel tune`; empty when the op has no knobs.
-  std::function<std::vector<std::map<std::string, std::string>>()> configs;
+  // The kernel's configuration space at the given parameters (a shape may
+  // limit it) as parameter overrides, one map per configuration, for
+  // `kestrel tune`; empty when the op has no knobs.
+  std::function<std::vector<std::map<std::string, std::string>>(const Params&)> configs;
 };
 
 class OpRegistry {

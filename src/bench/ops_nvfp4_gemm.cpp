@@ -193,7 +193,7 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   return v;
 }
 
-std::vector<std::map<std::string, std::string>> gemm_configs() {
+std::vector<std::map<std::string, std::string>> gemm_configs(const Params&) {
   std::vector<std::map<std::string, std::string>> out;
   for (const GemmConfig& c : gemm_config_space())
     out.push_back({{"bn", std::to_string(c.block_n)},

@@ -159,7 +159,7 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                  config_param("warps", "config: warps per CTA (0 = heuristic)"),
                  config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
                  config_param("depth", "config: groups in flight per lane (0 = heuristic)")}),
-           check_gemv, bench_gemv, [] {
+           check_gemv, bench_gemv, [](const Params&) {
              std::vector<std::map<std::string, std::string>> out;
              for (const GemvConfig& c : gemv_config_space())
                if (c.kernel == GemvKernel::kWgmma)

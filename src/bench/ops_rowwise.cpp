@@ -463,6 +463,23 @@ Status bench_xent(const Params& p, const OpEnv& env, BenchCase* out, bool backwa
                      });
 }
 
+// The op's configurations for rows of the given n and dtype (`kestrel tune`).
+std::function<std::vector<std::map<std::string, std::string>>(const Params&)> configs_of(
+    RowwiseOp op) {
+  return [op](const Params& p) {
+    std::vector<std::map<std::string, std::string>> out;
+    for (const RowwiseConfig& c :
+         rowwise_config_space(op, p.integer("n"), float_dtype(p.text("dtype")))) {
+      std::map<std::string, std::string> m{{"threads", std::to_string(c.threads)},
+                                           {"tpr", std::to_string(c.threads_per_row)},
+                                           {"cluster", std::to_string(c.cluster)}};
+      if (op == RowwiseOp::kRmsNormBwd) m["l2_group"] = c.l2_group ? "1" : "0";
+      out.push_back(m);
+    }
+    return out;
+  };
+}
+
 }  // namespace
 
 void register_rowwise_ops(OpRegistry& reg) {
@@ -487,7 +504,7 @@ void register_rowwise_ops(OpRegistry& reg) {
            "against the float64 reference",
            common({weight,
                    {"residual", ParamKind::kChoice, "no", "fused residual add", {"no", "yes"}}}),
-           check_rmsnorm_fwd, bench_rmsnorm_fwd});
+           check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd)});
   reg.add({"rmsnorm_bwd", kFamily,
            "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",
            common({weight,
@@ -496,29 +513,32 @@ void register_rowwise_ops(OpRegistry& reg) {
                     "0",
                     "1: the row's `cluster` CTAs exchange through L2, not as a cluster",
                     {}}}),
-           check_rmsnorm_bwd, bench_rmsnorm_bwd});
-  reg.add({"softmax_fwd", kFamily, "y = softmax(x) along rows", common({}),
-           [](const Params& p, const OpEnv& e, CheckReport* o) {
-             return check_softmax(p, e, o, false);
-           },
-           [](const Params& p, const OpEnv& e, BenchCase* o) {
-             return bench_softmax(p, e, o, false);
-           }});
+           check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd)});
+  reg.add(
+      {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({}),
+       [](const Params& p, const OpEnv& e, CheckReport* o) {
+         return check_softmax(p, e, o, false);
+       },
+       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, false); },
+       configs_of(RowwiseOp::kSoftmaxFwd)});
   reg.add(
       {"softmax_bwd", kFamily, "dx = y * (dy - sum(dy * y)) along rows", common({}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_softmax(p, e, o, true); },
-       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, true); }});
+       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, true); },
+       configs_of(RowwiseOp::kSoftmaxBwd)});
   reg.add(
       {"cross_entropy_fwd", kFamily,
        "loss (fp32, torch semantics) and lse[M] from logits[M][V] and int64 targets",
        common({reduction, smoothing}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, false); },
-       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, false); }});
+       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, false); },
+       configs_of(RowwiseOp::kCrossEntropyFwd)});
   reg.add(
       {"cross_entropy_bwd", kFamily, "dlogits from dloss, logits, targets and the saved lse",
        common({reduction, smoothing}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, true); },
-       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, true); }});
+       [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, true); },
+       configs_of(RowwiseOp::kCrossEntropyBwd)});
 }
 
 }  // namespace kestrel::bench

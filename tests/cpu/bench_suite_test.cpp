@@ -134,6 +134,36 @@ TEST(BenchOps, PlannedOpsSayNotImplemented) {
   EXPECT_EQ(lookup_op(builtin_registry(), "frobnicate", &op).code(), StatusCode::kNotFound);
 }
 
+// `kestrel tune` on a row-wise op searches that op's configuration space at
+// the given n and dtype: every configuration is a valid parameter set, and
+// only rmsnorm_bwd's include L2 groups.
+TEST(BenchOps, RowwiseTuneSpacesFollowTheShape) {
+  for (const char* name : {"rmsnorm_fwd", "rmsnorm_bwd", "softmax_fwd", "softmax_bwd",
+                           "cross_entropy_fwd", "cross_entropy_bwd"}) {
+    const OpInfo* op = nullptr;
+    ASSERT_TRUE(lookup_op(builtin_registry(), name, &op).ok()) << name;
+    ASSERT_TRUE(op->configs) << name;
+    Params shape;
+    ASSERT_TRUE(
+        resolve_params(*op, {{"m", "8192"}, {"n", "262144"}, {"dtype", "fp32"}}, &shape).ok());
+    const auto long_rows = op->configs(shape);
+    ASSERT_TRUE(resolve_params(*op, {{"m", "8192"}, {"n", "256"}, {"dtype", "fp32"}}, &shape).ok());
+    const auto short_rows = op->configs(shape);
+    EXPECT_FALSE(long_rows.empty()) << name;
+    EXPECT_FALSE(short_rows.empty()) << name;
+    EXPECT_NE(long_rows, short_rows) << name;
+    bool l2 = false;
+    for (const auto& cfg : long_rows) {
+      std::map<std::string, std::string> values = {{"n", "262144"}, {"dtype", "fp32"}};
+      values.insert(cfg.begin(), cfg.end());
+      Params p;
+      EXPECT_TRUE(resolve_params(*op, values, &p).ok()) << name;
+      l2 = l2 || (cfg.count("l2_group") && cfg.at("l2_group") == "1");
+    }
+    EXPECT_EQ(l2, std::string(name) == "rmsnorm_bwd") << name;
+  }
+}
+
 TEST(BenchOps, CodecOpsAreRegisteredWithTheirParameters) {
   for (const char* name : {"quantize", "dequantize", "convert_scales"}) {
     const OpInfo* op = nullptr;
