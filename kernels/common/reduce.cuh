@@ -1,7 +1,8 @@
 // The reduction ladder shared by the row-wise kernels (RMSNorm, softmax,
 // cross-entropy): thread -> warp (butterfly shuffles) -> block (shared memory)
 // -> cluster (distributed shared memory: st.async into every peer's buffer,
-// completing on that peer's mbarrier).
+// completing on that peer's mbarrier), or instead of a cluster a group of
+// co-resident CTAs exchanging through L2 (L2GroupReducer, rmsnorm_bwd).
 //
 // Values are small float tuples (Floats<K>) combined by an Op. Every stage
 // combines in a fixed order, and every combine is commutative bit for bit
