@@ -207,9 +207,11 @@ struct RowReducer {
 //
 // slots: the group's [2][ROWS][GROUP] tuples; counter: the group's two words
 // (arrivals, finished CTAs). All zero on entry; finish() (all threads, after
-// the last reduce()) leaves them zero. The release before each arrival is
-// what keeps this exchange fast: a version whose slot words carried their own
-// flag (no fence; 16 lanes polling with acquire loads) ran 10-25% slower.
+// the last reduce()) leaves them zero. Thread 0 polls with relaxed loads and
+// acquires once: an acquire load also invalidates L1 (CCTL.IVALL), where the
+// kernels keep small operands such as RMSNorm's weight. Measured and not
+// kept: slot words carrying their own flag ((call + 1) << 32 | value, no
+// counter, 16 lanes polling with acquire loads), 10-25% slower.
 template <class Op, int THREADS, int TPR, int GROUP>
 struct L2GroupReducer {
   static constexpr int K = Op::K;
