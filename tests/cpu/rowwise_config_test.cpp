@@ -56,6 +56,11 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   const RowwiseConfig bwd16 =
       rowwise_default_config(RowwiseOp::kRmsNormBwd, 8192, 262144, DType::kBF16, 132);
   EXPECT_TRUE(!bwd16.l2_group && bwd16.cluster == 16) << bwd16.describe();
+  // A row just past a power of two keeps 10 vectors per thread, not 5.
+  const RowwiseConfig vocab =
+      rowwise_default_config(RowwiseOp::kCrossEntropyFwd, 8192, 151936, DType::kBF16, 132);
+  EXPECT_EQ(vocab.cluster, 8) << vocab.describe();
+  EXPECT_EQ(ops::vectors_per_thread(vocab, 151936, DType::kBF16), 10);
   const RowwiseConfig short_rows =
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 256, DType::kBF16, 132);
   EXPECT_EQ(short_rows.cluster, 1);
