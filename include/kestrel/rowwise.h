@@ -49,7 +49,7 @@ const char* rowwise_op_name(RowwiseOp op);  // "rmsnorm_fwd", ...
 // that exchange through L2 (`l2_group`): its persistent grid then fills every
 // SM, where clusters of 16 fit on 112 of an H100's 132.
 struct RowwiseConfig {
-  int threads = 256;          // 128, 256, 512 or 1024
+  int threads = 256;          // 32 .. 1024, a power of two (rmsnorm_bwd: >= 128)
   int threads_per_row = 256;  // a power of two <= threads
   int cluster = 1;            // 1, 2, 4, 8 or 16; > 1 needs threads_per_row >= 32
   bool l2_group = false;      // rmsnorm_bwd, cluster > 1: a co-resident group, not a cluster

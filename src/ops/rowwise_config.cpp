@@ -104,8 +104,11 @@ size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t
 
 std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,
                                  size_t max_smem) {
-  if (c.threads != 128 && c.threads != 256 && c.threads != 512 && c.threads != 1024)
-    return "threads must be 128, 256, 512 or 1024";
+  if (!is_pow2(c.threads) || c.threads < 32 || c.threads > 1024)
+    return "threads must be 32, 64, 128, 256, 512 or 1024";
+  // rmsnorm_bwd writes one dweight partial row per CTA.
+  if (op == RowwiseOp::kRmsNormBwd && c.threads < 128)
+    return "rmsnorm_bwd needs threads >= 128";
   if (!is_pow2(c.threads_per_row) || c.threads_per_row > c.threads)
     return "threads_per_row must be a power of two <= threads";
   if (!is_pow2(c.cluster) || c.cluster > 16) return "cluster must be 1, 2, 4, 8 or 16";
@@ -132,7 +135,7 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
   if (n < 1) return out;
   // Skip shapes where over half of the thread slots of a row would stay empty.
   const int64_t slots = pow2_at_least(ceil_div(n, ops::elements_per_vector(dtype)));
-  for (int threads : {128, 256, 512, 1024})
+  for (int threads : {32, 64, 128, 256, 512, 1024})
     for (int tpr = 1; tpr <= threads; tpr *= 2)
       for (int cluster = 1; cluster <= 16; cluster *= 2) {
         if (int64_t(tpr) * cluster > std::max<int64_t>(slots, 1)) continue;

@@ -76,6 +76,12 @@ TEST(RowwiseConfig, RulesNameWhatIsWrong) {
     return ops::rowwise_config_error(RowwiseOp::kSoftmaxFwd, c, n, DType::kBF16, 227 * 1024);
   };
   EXPECT_NE(err({100, 32, 1}).find("threads must be"), std::string::npos);
+  EXPECT_NE(err({16, 16, 1}).find("threads must be"), std::string::npos);
+  EXPECT_TRUE(err({32, 32, 1}).empty()) << err({32, 32, 1});
+  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {64, 64, 1}, 4096, DType::kBF16,
+                                      227 * 1024)
+                .find("rmsnorm_bwd needs threads >= 128"),
+            std::string::npos);
   EXPECT_NE(err({256, 48, 1}).find("threads_per_row"), std::string::npos);
   EXPECT_NE(err({256, 512, 1}).find("threads_per_row"), std::string::npos);
   EXPECT_NE(err({256, 16, 2}).find("threads_per_row >= 32"), std::string::npos);
