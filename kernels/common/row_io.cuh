@@ -156,7 +156,7 @@ template <typename T, int ACCESS>
 __device__ __forceinline__ uint4 load_vec(const RowWindow<const T, ACCESS>& w, int c,
                                           uint32_t fill = 0) {
   constexpr int VEC = 16 / sizeof(T);
-  if (w.whole(c)) return ptx::ld_stream_v4(w.base + c);
+  if (w.whole(c)) return ptx::ld_global_v4(w.base + c);
   uint32_t q[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
@@ -218,7 +218,7 @@ __device__ __forceinline__ void load_row(uint4 (&v)[G::VPT], const RowWindow<con
                                          const RowSlice<T, G>& s, uint32_t fill = 0) {
   if (slice_full(s, w)) {
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) v[i] = ptx::ld_stream_v4(w.base + s.col(i));
+    for (int i = 0; i < G::VPT; ++i) v[i] = ptx::ld_global_v4(w.base + s.col(i));
   } else {
 #pragma unroll
     for (int i = 0; i < G::VPT; ++i) v[i] = load_vec(w, s.col(i), fill);
