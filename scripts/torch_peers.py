@@ -56,12 +56,14 @@ def make_case(op, p, device, compile_it):
     wrap = (lambda f: torch.compile(f, dynamic=False)) if compile_it else (lambda f: f)
     if op == "rmsnorm_fwd":
         x, w = rand(m, n), rand(n, scale=0.5) if weighted else None
-        wbytes = n * es if weighted else 0
+        # torch's forward returns y only; Kestrel's rstd[M] (4 bytes a row) is
+        # counted unless the case asks for the inference form (rstd=no).
+        wbytes = (n * es if weighted else 0) + (4 * m if p.get("rstd", "yes") == "yes" else 0)
         if p.get("residual", "no") == "yes":
             r, f = rand(m, n), wrap(rmsnorm_residual)
-            return (lambda: f(x, r, w, 1e-6)), 4 * row + wbytes + 4 * m
+            return (lambda: f(x, r, w, 1e-6)), 4 * row + wbytes
         f = wrap(rmsnorm)
-        return (lambda: f(x, w, 1e-6)), 2 * row + wbytes + 4 * m
+        return (lambda: f(x, w, 1e-6)), 2 * row + wbytes
     if op == "rmsnorm_bwd":
         x, dy = rand(m, n).requires_grad_(), rand(m, n)
         w = rand(n, scale=0.5).requires_grad_() if weighted else None

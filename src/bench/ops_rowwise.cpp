@@ -209,8 +209,10 @@ Status bench_rmsnorm_fwd(const Params& p, const OpEnv& env, BenchCase* out) {
   Shape s;
   KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
   const bool weighted = p.text("weight") == "yes", residual = p.text("residual") == "yes";
+  const bool with_rstd = p.text("rstd") == "yes";
   const double row = s.elems() * s.es();
-  out->work.bytes = row * (residual ? 4 : 2) + (weighted ? double(s.n) * s.es() : 0) + s.m * 4.0;
+  out->work.bytes = row * (residual ? 4 : 2) + (weighted ? double(s.n) * s.es() : 0) +
+                    (with_rstd ? s.m * 4.0 : 0.0);
   const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
   struct State {
     SlottedBuffer x, r, w, y, h, rstd;
@@ -227,12 +229,16 @@ Status bench_rmsnorm_fwd(const Params& p, const OpEnv& env, BenchCase* out) {
   if (weighted) KESTREL_RETURN_IF_ERROR(fill_floats(&st->w, s.n, s.t, slots, 3, 0.5));
   const MaybeConfig cfg = read_config(p);
   return finish_case(
-      out, label(s, p, std::string(residual ? " +residual" : "") + (weighted ? "" : " no-weight")),
-      slots, [st, s, weighted, residual, cfg](cudaStream_t stream, int k) {
+      out,
+      label(s, p,
+            std::string(residual ? " +residual" : "") + (weighted ? "" : " no-weight") +
+                (with_rstd ? "" : " no-rstd")),
+      slots, [st, s, weighted, residual, with_rstd, cfg](cudaStream_t stream, int k) {
         RmsNormOptions opt;
         opt.config = cfg.get();
         const TensorView w = weighted ? vec(st->w.at(k), s.t, s.n) : TensorView{};
-        const TensorView rstd = vec(st->rstd.at(k), DType::kF32, s.m);
+        const TensorView rstd =
+            with_rstd ? vec(st->rstd.at(k), DType::kF32, s.m) : TensorView{};
         if (residual)
           return rmsnorm_fwd_residual(rows(st->x.at(k), s), rows(st->r.at(k), s), w,
                                       rows(st->y.at(k), s), rows(st->h.at(k), s), rstd, stream,
@@ -503,7 +509,12 @@ void register_rowwise_ops(OpRegistry& reg) {
            "y = x * rstd * w, rstd[M] fp32 (optionally h = x + residual first); checked "
            "against the float64 reference",
            common({weight,
-                   {"residual", ParamKind::kChoice, "no", "fused residual add", {"no", "yes"}}}),
+                   {"residual", ParamKind::kChoice, "no", "fused residual add", {"no", "yes"}},
+                   {"rstd",
+                    ParamKind::kChoice,
+                    "yes",
+                    "write rstd[M] (no: the inference form, y only)",
+                    {"yes", "no"}}}),
            check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd)});
   reg.add({"rmsnorm_bwd", kFamily,
            "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",

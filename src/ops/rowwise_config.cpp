@@ -7,9 +7,10 @@
 // reduction. rmsnorm_bwd (persistent CTAs, each with a row in registers, the
 // next one staged and fp32 dweight accumulators in shared memory) has its own
 // rule, below.
-// - Short rows: one CTA holds 256 / threads_per_row rows, with the fewest
-//   threads per row that keep the vectors per thread at the target (a warp or
-//   less per row needs no shared memory for the reduction).
+// - Short rows: one CTA holds 256 / threads_per_row rows (rmsnorm_fwd and
+//   softmax_fwd: 4 rows, in CTAs of 32..128 threads), with the fewest threads
+//   per row that keep the vectors per thread at the target (a warp or less per
+//   row needs no shared memory for the reduction).
 // - Long rows: split over a cluster of 2..16 CTAs, partial statistics
 //   exchanged through distributed shared memory; past 16 CTAs the CTAs grow
 //   to 512, then 1024 threads.
@@ -49,6 +50,15 @@ RowwiseConfig rmsnorm_bwd_config(int64_t vectors, DType t) {
   const int cluster =
       int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 1024 * (fp32 ? 4 : 2)))));
   return {1024, 1024, cluster, fp32 && cluster >= 4};
+}
+
+// Short rows of the forward ops: CTAs of 4 rows (32..128 threads; rows of a
+// few vectors: one warp) instead of 256 threads. Measured on H100 at 32768
+// rows (session 7, BENCHMARKS.md): rmsnorm_fwd fp32 N = 256 23.5 -> 22.2 us,
+// bf16 1024 46.9 -> 46.1-46.3, 4096 182.3 -> 180.4; softmax_fwd bf16 1024
+// 44.9 -> 44.2, fp32 within 0.5%.
+bool small_cta_op(RowwiseOp op) {
+  return op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kSoftmaxFwd;
 }
 
 }  // namespace
@@ -107,8 +117,7 @@ std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n
   if (!is_pow2(c.threads) || c.threads < 32 || c.threads > 1024)
     return "threads must be 32, 64, 128, 256, 512 or 1024";
   // rmsnorm_bwd writes one dweight partial row per CTA.
-  if (op == RowwiseOp::kRmsNormBwd && c.threads < 128)
-    return "rmsnorm_bwd needs threads >= 128";
+  if (op == RowwiseOp::kRmsNormBwd && c.threads < 128) return "rmsnorm_bwd needs threads >= 128";
   if (!is_pow2(c.threads_per_row) || c.threads_per_row > c.threads)
     return "threads_per_row must be a power of two <= threads";
   if (!is_pow2(c.cluster) || c.cluster > 16) return "cluster must be 1, 2, 4, 8 or 16";
@@ -155,8 +164,10 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   if (op == RowwiseOp::kRmsNormBwd) {
     c = rmsnorm_bwd_config(vectors, dtype);
   } else if (vectors <= 256 * kTarget) {
-    c.threads = 256;
     c.threads_per_row = pow2_at_least(ceil_div(vectors, kTarget));
+    c.threads = small_cta_op(op)
+                    ? std::max({32, c.threads_per_row, std::min(128, 4 * c.threads_per_row)})
+                    : 256;
   } else {
     c.threads = c.threads_per_row = 256;
     c.cluster = pow2_at_least(ceil_div(vectors, 256 * kTarget));
