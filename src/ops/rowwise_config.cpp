@@ -7,10 +7,9 @@
 // reduction. rmsnorm_bwd (persistent CTAs, each with a row in registers, the
 // next one staged and fp32 dweight accumulators in shared memory) has its own
 // rule, below.
-// - Short rows: one CTA holds 256 / threads_per_row rows (rmsnorm_fwd and
-//   softmax_fwd: 4 rows, in CTAs of 32..128 threads), with the fewest threads
-//   per row that keep the vectors per thread at the target (a warp or less per
-//   row needs no shared memory for the reduction).
+// - Short rows: the fewest threads per row that keep the vectors per thread
+//   at the target (a warp or less per row needs no shared memory for the
+//   reduction), in CTAs of 32..128 threads holding about 4 rows.
 // - Long rows: split over a cluster of 2..16 CTAs, partial statistics
 //   exchanged through distributed shared memory; past 16 CTAs the CTAs grow
 //   to 512, then 1024 threads.
@@ -50,15 +49,6 @@ RowwiseConfig rmsnorm_bwd_config(int64_t vectors, DType t) {
   const int cluster =
       int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 1024 * (fp32 ? 4 : 2)))));
   return {1024, 1024, cluster, fp32 && cluster >= 4};
-}
-
-// Short rows of the forward ops: CTAs of 4 rows (32..128 threads; rows of a
-// few vectors: one warp) instead of 256 threads. Measured on H100 at 32768
-// rows (session 7, BENCHMARKS.md): rmsnorm_fwd fp32 N = 256 23.5 -> 22.2 us,
-// bf16 1024 46.9 -> 46.1-46.3, 4096 182.3 -> 180.4; softmax_fwd bf16 1024
-// 44.9 -> 44.2, fp32 within 0.5%.
-bool small_cta_op(RowwiseOp op) {
-  return op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kSoftmaxFwd;
 }
 
 }  // namespace
@@ -165,9 +155,12 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
     c = rmsnorm_bwd_config(vectors, dtype);
   } else if (vectors <= 256 * kTarget) {
     c.threads_per_row = pow2_at_least(ceil_div(vectors, kTarget));
-    c.threads = small_cta_op(op)
-                    ? std::max({32, c.threads_per_row, std::min(128, 4 * c.threads_per_row)})
-                    : 256;
+    // CTAs of 4 rows (32..128 threads; rows of a few vectors: one warp), not
+    // 256 threads. H100, 32768 rows (session 7, BENCHMARKS.md): rmsnorm_fwd
+    // fp32 N = 256 23.5 -> 22.2 us, cross_entropy_bwd fp32 256 31.9 -> 30.1,
+    // bf16 4096: rmsnorm_fwd 182.3 -> 180.4, softmax_bwd 265.2 -> 260.8; the
+    // rest of N <= 4096 within -0.7..+2%.
+    c.threads = std::max({32, c.threads_per_row, std::min(128, 4 * c.threads_per_row)});
   } else {
     c.threads = c.threads_per_row = 256;
     c.cluster = pow2_at_least(ceil_div(vectors, 256 * kTarget));
