@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(THREADS)
   uint4 v[VPT];
   const T* x = static_cast<const T*>(p.logits) + row * p.row_stride;
   const RowWindow<const T, ACCESS> xw(x, n);
-  load_row(v, xw, s, Elem<T>::kNegInf);  // -inf outside the row: no masks
+  load_row<kRowStreamed>(v, xw, s, Elem<T>::kNegInf);  // -inf outside the row: no masks
   // The thread that writes the loss fetches the target logit now, so that its
   // dependent loads overlap the row's instead of following the reduction.
   const bool writer = n > 0 && s.rank == 0 && s.tr == 0;

@@ -51,10 +51,7 @@ __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
   return v;
 }
 
-// 16-byte load with the default cache policy. The row-wise kernels stream
-// with it: on H100 it beat ld.global.nc.L1::no_allocate by 1-3% on short
-// rows and fp32 32768 (2923 -> 2846 us), and the L2::256B prefetch hint by
-// more (session 7, BENCHMARKS.md).
+// 16-byte load with the default cache policy (row loads: common/row_io.cuh).
 __device__ __forceinline__ uint4 ld_global_v4(const void* p) {
   uint4 v;
   asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
