@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Joins a `kestrel bench --suite S --json K.json` run with the torch peers of
 the same suite (`scripts/torch_peers.py --suite S --json T.json`, one or more
-files) into one markdown table: Kestrel time and % SOL beside torch eager and
-torch.compile, and the cases where Kestrel is not faster than torch.compile.
+files) into one markdown table: Kestrel time, % SOL and its harness's copy of
+the same bytes beside torch eager, torch.compile and the torch harness's copy,
+and the cases where Kestrel is not faster than torch.compile.
 
     python3 scripts/peer_table.py --suite bench/suites/rowwise.json \\
         --kestrel rowwise.json --torch torch_fwd.json torch_bwd.json
@@ -31,8 +32,9 @@ def main():
         for row in json.load(open(path))["rows"]:
             torch_rows[key(row["op"], row["params"])] = row
 
-    print("| case | Kestrel µs | % SOL | torch eager µs | torch.compile µs | vs compile |")
-    print("|:--|--:|--:|--:|--:|--:|")
+    print("| case | Kestrel µs | % SOL | memcpy µs | torch eager µs | torch.compile µs | torch copy µs "
+          "| vs compile |")
+    print("|:--|--:|--:|--:|--:|--:|--:|--:|")
     slower = []
     for case, res in zip(cases, results):
         if res["op"] != case["op"]:
@@ -41,10 +43,12 @@ def main():
         if row is None:
             continue
         ours, eager, comp = res.get("time_us"), row.get("eager_us"), row.get("compile_us")
+        memcpy = next((p["time_us"] for p in res.get("peers", []) if "copy" in p["name"]), None)
         fmt = lambda v: ("-" if not v else f"{v:.4g}" if v < 1000 else f"{v:.0f}")
         ratio = comp / ours if ours and comp else None
-        print(f"| {row['label']} | {fmt(ours)} | {100 * res.get('sol_fraction', 0):.1f}% | {fmt(eager)} | "
-              f"{fmt(comp)} | {f'{ratio:.2f}×' if ratio else '-'} |")
+        print(f"| {row['label']} | {fmt(ours)} | {100 * res.get('sol_fraction', 0):.1f}% | {fmt(memcpy)} | "
+              f"{fmt(eager)} | {fmt(comp)} | {fmt(row.get('copy_us'))} | "
+              f"{f'{ratio:.2f}×' if ratio else '-'} |")
         if ratio is not None and ratio <= 1.0:
             slower.append(f"{row['label']} ({ratio:.2f}×)")
     print()
