@@ -100,8 +100,7 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
     case RowwiseOp::kRmsNormFwd:
       return {"rmsnorm.cuh",
               "kestrel::rmsnorm_fwd_kernel<" + args + w + plan.template_args() + ", " +
-                  tf(v.residual) + ", " + tf(v.weight) + ", " +
-                  std::to_string(plan.cfg.rows_per_thread) + ">",
+                  tf(v.residual) + ", " + tf(v.weight) + ">",
               {}};
     case RowwiseOp::kRmsNormBwd:
       return {"rmsnorm.cuh",
@@ -109,10 +108,8 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                   tf(v.weight) + ", " + tf(plan.cfg.l2_group) + ">",
               {}};
     case RowwiseOp::kSoftmaxFwd:
-      return {"softmax.cuh",
-              "kestrel::softmax_fwd_kernel<" + args + plan.template_args() + ", " +
-                  std::to_string(plan.cfg.rows_per_thread) + ">",
-              {}};
+      return {
+          "softmax.cuh", "kestrel::softmax_fwd_kernel<" + args + plan.template_args() + ">", {}};
     case RowwiseOp::kSoftmaxBwd:
       return {"softmax.cuh",
               "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ", " +
