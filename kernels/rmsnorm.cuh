@@ -71,6 +71,15 @@ __global__ void __launch_bounds__(THREADS)
     store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.h) + row * p.h_row, n), s,
               [&](int i) { return v[i]; });
   }
+  // A short row's weight (at most 16 values per thread) is loaded with the
+  // row, so that its latency hides behind the row's instead of following the
+  // reduction; a longer one is read in the store pass (registers).
+  constexpr bool W_EARLY = WEIGHT && VPT * VEC <= 16;
+  float w_early[W_EARLY ? VPT : 1][VEC];
+  if constexpr (W_EARLY)
+#pragma unroll
+    for (int i = 0; i < VPT; ++i)
+      load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), n, w_early[i]);
   red.ready();
 
   float ss = 0.0f;
@@ -89,8 +98,12 @@ __global__ void __launch_bounds__(THREADS)
   store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row * p.y_row, n), s, [&](int i) {
     float a[VEC], w[VEC];
     unpack<T>(v[i], a);
-    if constexpr (WEIGHT)
+    if constexpr (W_EARLY) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) w[e] = w_early[i][e];
+    } else if constexpr (WEIGHT) {
       load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), n, w);
+    }
 #pragma unroll
     for (int e = 0; e < VEC; ++e) a[e] = WEIGHT ? a[e] * rstd * w[e] : a[e] * rstd;
     return pack<T>(a);
