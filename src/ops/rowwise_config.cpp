@@ -149,18 +149,22 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
 RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype,
                                      int sm_count) {
   const int64_t vectors = ceil_div(std::max<int64_t>(n, 1), ops::elements_per_vector(dtype));
-  constexpr int kTarget = 8;
+  // 8 vectors per thread; rmsnorm_fwd rows of at most 4096 vectors take 4
+  // (H100, session 7, rmsnorm_fwd 32768 rows: bf16 16384 721 -> 707 us, fp32
+  // 1024 / 4096 / 16384 +0.3-0.9%, the rest of that range within 0.6%; longer
+  // rows, whose clusters would grow to 8 or 16, lost 1-18%).
+  const int target = op == RowwiseOp::kRmsNormFwd && vectors <= 4096 ? 4 : 8;
   RowwiseConfig c;
   if (op == RowwiseOp::kRmsNormBwd) {
     c = rmsnorm_bwd_config(vectors, dtype);
-  } else if (vectors <= 256 * kTarget) {
+  } else if (vectors <= 256 * target) {
     // At least 16 threads per row where the row has that many vectors: a
     // load instruction then covers 256 contiguous bytes of a row. bf16 N =
     // 256 (32 vectors; H100, 32768 rows, session 7): 4 -> 16 threads per row
     // took softmax_bwd 20.4 -> 17.4 us, softmax_fwd 13.8 -> 12.8, rmsnorm_fwd
     // 15.1 -> 14.2, cross_entropy_bwd 24.1 -> 23.1 (cross_entropy_fwd 19.7 ->
     // 19.9).
-    c.threads_per_row = std::max(pow2_at_least(ceil_div(vectors, kTarget)),
+    c.threads_per_row = std::max(pow2_at_least(ceil_div(vectors, target)),
                                  std::min(16, pow2_at_least(vectors)));
     // CTAs of 4 rows (32..128 threads; rows of a few vectors: one warp), not
     // 256 threads. H100, 32768 rows (session 7, BENCHMARKS.md): rmsnorm_fwd
@@ -170,11 +174,11 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
     c.threads = std::max({32, c.threads_per_row, std::min(128, 4 * c.threads_per_row)});
   } else {
     c.threads = c.threads_per_row = 256;
-    c.cluster = pow2_at_least(ceil_div(vectors, 256 * kTarget));
+    c.cluster = pow2_at_least(ceil_div(vectors, 256 * target));
     // A row just past a power of two would get about half the target: one
     // cluster size down keeps it within 1.5x of it (cross_entropy_fwd bf16
     // N = 151936: 5 -> 10 vectors per thread, 78 -> 100% of the copy bandwidth).
-    if (c.cluster > 1 && ceil_div(vectors, 256 * (c.cluster / 2)) <= kTarget * 3 / 2)
+    if (c.cluster > 1 && ceil_div(vectors, 256 * (c.cluster / 2)) <= target * 3 / 2)
       c.cluster /= 2;
     while (c.cluster > 16) c.cluster /= 2, c.threads *= 2, c.threads_per_row *= 2;
   }
