@@ -39,75 +39,94 @@ struct RmsNormFwdParams {
 };
 
 template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
-          bool RESIDUAL, bool WEIGHT>
+          bool RESIDUAL, bool WEIGHT, int RPT>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_fwd_kernel(const __grid_constant__ RmsNormFwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr bool ALIGNED = ACCESS == kRowVector;
   static_assert(ACCESS != kRowShifted, "weight columns follow the row: no shifted rows");
   RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
   red.init();
   const RowSlice<T, G> s(cta_rank<CLUSTER>());
-  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
-  const int n = row < p.m ? p.n : 0;
+  const long long row0 = (long long)(blockIdx.x / CLUSTER) * G::ROWS * RPT + s.row_local;
+  auto row_of = [&](int r) { return row0 + r * G::ROWS; };
+  auto row_n = [&](int r) { return row_of(r) < p.m ? p.n : 0; };
 
-  uint4 v[VPT];
-  load_row(v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s);
+  uint4 v[RPT][VPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r)
+    load_row(v[r],
+             RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row_of(r) * p.x_row, row_n(r)),
+             s);
   if constexpr (RESIDUAL) {
-    uint4 r[VPT];
-    load_row(
-        r, RowWindow<const T, ACCESS>(static_cast<const T*>(p.residual) + row * p.residual_row, n),
-        s);
+    uint4 res[RPT][VPT];
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      float a[VEC], b[VEC];
-      unpack<T>(v[i], a);
-      unpack<T>(r[i], b);
+    for (int r = 0; r < RPT; ++r)
+      load_row(res[r],
+               RowWindow<const T, ACCESS>(
+                   static_cast<const T*>(p.residual) + row_of(r) * p.residual_row, row_n(r)),
+               s);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) a[e] += b[e];
-      v[i] = pack<T>(a);
+    for (int r = 0; r < RPT; ++r) {
+#pragma unroll
+      for (int i = 0; i < VPT; ++i) {
+        float a[VEC], b[VEC];
+        unpack<T>(v[r][i], a);
+        unpack<T>(res[r][i], b);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) a[e] += b[e];
+        v[r][i] = pack<T>(a);
+      }
+      store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.h) + row_of(r) * p.h_row, row_n(r)), s,
+                [&](int i) { return v[r][i]; });
     }
-    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.h) + row * p.h_row, n), s,
-              [&](int i) { return v[i]; });
   }
   // A short row's weight (at most 16 values per thread) is loaded with the
-  // row, so that its latency hides behind the row's instead of following the
-  // reduction; a longer one is read in the store pass (registers).
+  // rows, once for all RPT of them (they share the columns), so that its
+  // latency hides behind the rows' instead of following the reduction; a
+  // longer one is read in the store pass (registers). The columns are the
+  // same for every row: read them as far as the first row reaches (p.n, or
+  // 0 past M; a later row past M stores nothing).
   constexpr bool W_EARLY = WEIGHT && VPT * VEC <= 16;
   float w_early[W_EARLY ? VPT : 1][VEC];
   if constexpr (W_EARLY)
 #pragma unroll
     for (int i = 0; i < VPT; ++i)
-      load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), n, w_early[i]);
+      load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), row_n(0),
+                                          w_early[i]);
   red.ready();
 
-  float ss = 0.0f;
 #pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    float a[VEC];
-    unpack<T>(v[i], a);
+  for (int r = 0; r < RPT; ++r) {
+    const int n = row_n(r);
+    float ss = 0.0f;
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) ss = fmaf(a[e], a[e], ss);
-  }
-  ss = red.reduce({{ss}}).f[0];
-  const float rstd = rsqrtf(ss / float(p.n) + p.eps);
-  opaque(v);
-  if (p.rstd != nullptr && n > 0 && s.rank == 0 && s.tr == 0) p.rstd[row] = rstd;
-
-  store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row * p.y_row, n), s, [&](int i) {
-    float a[VEC], w[VEC];
-    unpack<T>(v[i], a);
-    if constexpr (W_EARLY) {
+    for (int i = 0; i < VPT; ++i) {
+      float a[VEC];
+      unpack<T>(v[r][i], a);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) w[e] = w_early[i][e];
-    } else if constexpr (WEIGHT) {
-      load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), n, w);
+      for (int e = 0; e < VEC; ++e) ss = fmaf(a[e], a[e], ss);
     }
+    ss = red.reduce({{ss}}, r).f[0];
+    const float rstd = rsqrtf(ss / float(p.n) + p.eps);
+    opaque(v[r]);
+    if (p.rstd != nullptr && n > 0 && s.rank == 0 && s.tr == 0) p.rstd[row_of(r)] = rstd;
+
+    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row_of(r) * p.y_row, n), s, [&](int i) {
+      float a[VEC], w[VEC];
+      unpack<T>(v[r][i], a);
+      if constexpr (W_EARLY) {
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) a[e] = WEIGHT ? a[e] * rstd * w[e] : a[e] * rstd;
-    return pack<T>(a);
-  });
+        for (int e = 0; e < VEC; ++e) w[e] = w_early[i][e];
+      } else if constexpr (WEIGHT) {
+        load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), n, w);
+      }
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) a[e] = WEIGHT ? a[e] * rstd * w[e] : a[e] * rstd;
+      return pack<T>(a);
+    });
+  }
 }
 
 struct RmsNormBwdParams {

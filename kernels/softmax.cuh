@@ -25,52 +25,61 @@ struct SoftmaxFwdParams {
   int n;
 };
 
-template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS>
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS, int RPT>
 __global__ void __launch_bounds__(THREADS)
     softmax_fwd_kernel(const __grid_constant__ SoftmaxFwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
   constexpr int VEC = 16 / sizeof(T);
   const float kNegInf = -__int_as_float(0x7f800000);
   RowReducer<reduce::MaxExpSum, THREADS, TPR, CLUSTER> red;
   red.init();
   const RowSlice<T, G> s(cta_rank<CLUSTER>());
-  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
-  const int n = row < p.m ? p.n : 0;
+  const long long row0 = (long long)(blockIdx.x / CLUSTER) * G::ROWS * RPT + s.row_local;
+  auto row_n = [&](int r) { return row0 + r * G::ROWS < p.m ? p.n : 0; };
 
-  uint4 v[VPT];
-  load_row(v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s,
-           Elem<T>::kNegInf);
+  uint4 v[RPT][VPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r)
+    load_row(v[r],
+             RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + (row0 + r * G::ROWS) * p.x_row,
+                                        row_n(r)),
+             s, Elem<T>::kNegInf);
   red.ready();
 
-  Floats<2> st = reduce::MaxExpSum::identity();
 #pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    float a[VEC];
-    unpack<T>(v[i], a);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) st.f[0] = fmaxf(st.f[0], a[e]);
-  }
-  opaque(v);
-  if (st.f[0] != kNegInf) {  // else nothing to sum (and no -inf - -inf)
+  for (int r = 0; r < RPT; ++r) {
+    Floats<2> st = reduce::MaxExpSum::identity();
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float a[VEC];
-      unpack<T>(v[i], a);
+      unpack<T>(v[r][i], a);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) st.f[1] += ptx::ex2_approx((a[e] - st.f[0]) * reduce::kLog2e);
+      for (int e = 0; e < VEC; ++e) st.f[0] = fmaxf(st.f[0], a[e]);
     }
-  }
-  st = red.reduce(st);
-  // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
-  const float mx = st.f[0], inv = 1.0f / st.f[1];
-  opaque(v);
-  store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row * p.y_row, n), s, [&](int i) {
-    float a[VEC];
-    unpack<T>(v[i], a);
+    opaque(v[r]);
+    if (st.f[0] != kNegInf) {  // else nothing to sum (and no -inf - -inf)
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) a[e] = ptx::ex2_approx((a[e] - mx) * reduce::kLog2e) * inv;
-    return pack<T>(a);
-  });
+      for (int i = 0; i < VPT; ++i) {
+        float a[VEC];
+        unpack<T>(v[r][i], a);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) st.f[1] += ptx::ex2_approx((a[e] - st.f[0]) * reduce::kLog2e);
+      }
+    }
+    st = red.reduce(st, r);
+    // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
+    const float mx = st.f[0], inv = 1.0f / st.f[1];
+    opaque(v[r]);
+    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + (row0 + r * G::ROWS) * p.y_row, row_n(r)),
+              s, [&](int i) {
+                float a[VEC];
+                unpack<T>(v[r][i], a);
+#pragma unroll
+                for (int e = 0; e < VEC; ++e)
+                  a[e] = ptx::ex2_approx((a[e] - mx) * reduce::kLog2e) * inv;
+                return pack<T>(a);
+              });
+  }
 }
 
 struct SoftmaxBwdParams {

@@ -52,10 +52,15 @@ struct RowWindow {
   }
 };
 
-template <int THREADS_, int TPR_, int VPT_, int CLUSTER_>
+// RPT > 1 (short rows, forward kernels): each thread holds RPT rows, ROWS
+// apart, all loaded before the first reduction, so that a row of a few
+// vectors per thread still keeps 8 of them in flight.
+template <int THREADS_, int TPR_, int VPT_, int CLUSTER_, int RPT_ = 1>
 struct RowGeom {
-  static constexpr int THREADS = THREADS_, TPR = TPR_, VPT = VPT_, CLUSTER = CLUSTER_;
-  static constexpr int ROWS = THREADS / TPR;  // rows per CTA
+  static constexpr int THREADS = THREADS_, TPR = TPR_, VPT = VPT_, CLUSTER = CLUSTER_, RPT = RPT_;
+  static constexpr int ROWS = THREADS / TPR;  // rows per CTA and pass
+  static_assert(RPT == 1 || (CLUSTER == 1 && TPR <= 32),
+                "several rows per thread: only with warp-only reductions");
 };
 
 // This thread's place in the geometry for element type T.

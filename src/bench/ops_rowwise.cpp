@@ -53,11 +53,14 @@ struct MaybeConfig {
 MaybeConfig read_config(const Params& p) {
   MaybeConfig c;
   const bool l2 = p.values().count("l2_group") && p.integer("l2_group") != 0;  // rmsnorm_bwd
-  c.set = p.integer("threads") != 0 || p.integer("tpr") != 0 || p.integer("cluster") != 0 || l2;
+  const int rpt = p.values().count("rpt") ? int(p.integer("rpt")) : 0;         // forward ops
+  c.set = p.integer("threads") != 0 || p.integer("tpr") != 0 || p.integer("cluster") != 0 || l2 ||
+          rpt != 0;
   if (p.integer("threads")) c.cfg.threads = int(p.integer("threads"));
   if (p.integer("tpr")) c.cfg.threads_per_row = int(p.integer("tpr"));
   if (p.integer("cluster")) c.cfg.cluster = int(p.integer("cluster"));
   c.cfg.l2_group = l2;
+  if (rpt) c.cfg.rows_per_thread = rpt;
   return c;
 }
 
@@ -237,8 +240,7 @@ Status bench_rmsnorm_fwd(const Params& p, const OpEnv& env, BenchCase* out) {
         RmsNormOptions opt;
         opt.config = cfg.get();
         const TensorView w = weighted ? vec(st->w.at(k), s.t, s.n) : TensorView{};
-        const TensorView rstd =
-            with_rstd ? vec(st->rstd.at(k), DType::kF32, s.m) : TensorView{};
+        const TensorView rstd = with_rstd ? vec(st->rstd.at(k), DType::kF32, s.m) : TensorView{};
         if (residual)
           return rmsnorm_fwd_residual(rows(st->x.at(k), s), rows(st->r.at(k), s), w,
                                       rows(st->y.at(k), s), rows(st->h.at(k), s), rstd, stream,
@@ -480,6 +482,8 @@ std::function<std::vector<std::map<std::string, std::string>>(const Params&)> co
                                            {"tpr", std::to_string(c.threads_per_row)},
                                            {"cluster", std::to_string(c.cluster)}};
       if (op == RowwiseOp::kRmsNormBwd) m["l2_group"] = c.l2_group ? "1" : "0";
+      if (op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kSoftmaxFwd)
+        m["rpt"] = std::to_string(c.rows_per_thread);
       out.push_back(m);
     }
     return out;
@@ -505,6 +509,7 @@ void register_rowwise_ops(OpRegistry& reg) {
   const ParamSpec reduction{
       "reduction", ParamKind::kChoice, "mean", "loss reduction", {"mean", "sum", "none"}};
   const ParamSpec smoothing{"smoothing", ParamKind::kFloat, "0", "label smoothing", {}};
+  const ParamSpec rpt{"rpt", ParamKind::kInt, "0", "rows per thread (0: heuristic)", {}};
   reg.add({"rmsnorm_fwd", kFamily,
            "y = x * rstd * w, rstd[M] fp32 (optionally h = x + residual first); checked "
            "against the float64 reference",
@@ -514,7 +519,8 @@ void register_rowwise_ops(OpRegistry& reg) {
                     ParamKind::kChoice,
                     "yes",
                     "write rstd[M] (no: the inference form, y only)",
-                    {"yes", "no"}}}),
+                    {"yes", "no"}},
+                   rpt}),
            check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd)});
   reg.add({"rmsnorm_bwd", kFamily,
            "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",
@@ -526,7 +532,7 @@ void register_rowwise_ops(OpRegistry& reg) {
                     {}}}),
            check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd)});
   reg.add(
-      {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({}),
+      {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({rpt}),
        [](const Params& p, const OpEnv& e, CheckReport* o) {
          return check_softmax(p, e, o, false);
        },

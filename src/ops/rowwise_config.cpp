@@ -73,7 +73,8 @@ const char* rowwise_op_name(RowwiseOp op) {
 
 std::string RowwiseConfig::describe() const {
   return "t" + std::to_string(threads) + " r" + std::to_string(threads_per_row) +
-         (l2_group ? " g" : " c") + std::to_string(cluster);
+         (l2_group ? " g" : " c") + std::to_string(cluster) +
+         (rows_per_thread > 1 ? " x" + std::to_string(rows_per_thread) : "");
 }
 
 namespace ops {
@@ -115,6 +116,12 @@ std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n
     return "a row split over several CTAs needs threads_per_row >= 32";
   if (c.l2_group && op != RowwiseOp::kRmsNormBwd) return "only rmsnorm_bwd has L2 groups";
   if (c.l2_group && c.cluster < 2) return "an L2 group needs cluster >= 2";
+  if (!is_pow2(c.rows_per_thread) || c.rows_per_thread > 8)
+    return "rows_per_thread must be 1, 2, 4 or 8";
+  if (c.rows_per_thread > 1 && op != RowwiseOp::kRmsNormFwd && op != RowwiseOp::kSoftmaxFwd)
+    return "only rmsnorm_fwd and softmax_fwd take rows_per_thread > 1";
+  if (c.rows_per_thread > 1 && (c.cluster > 1 || c.threads_per_row > 32))
+    return "rows_per_thread > 1 needs cluster 1 and threads_per_row <= 32";
   const int vpt = vectors_per_thread(c, n, t);
   if (vpt > kMaxVectorsPerThread)
     return "rows of " + std::to_string(n) + " elements need " + std::to_string(vpt) +
@@ -138,10 +145,11 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
     for (int tpr = 1; tpr <= threads; tpr *= 2)
       for (int cluster = 1; cluster <= 16; cluster *= 2) {
         if (int64_t(tpr) * cluster > std::max<int64_t>(slots, 1)) continue;
-        for (bool l2 : {false, true}) {
-          const RowwiseConfig c{threads, tpr, cluster, l2};
-          if (ops::rowwise_config_error(op, c, n, dtype, kMaxSmemOptin).empty()) out.push_back(c);
-        }
+        for (bool l2 : {false, true})
+          for (int rpt = 1; rpt <= 8; rpt *= 2) {
+            const RowwiseConfig c{threads, tpr, cluster, l2, rpt};
+            if (ops::rowwise_config_error(op, c, n, dtype, kMaxSmemOptin).empty()) out.push_back(c);
+          }
       }
   return out;
 }

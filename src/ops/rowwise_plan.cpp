@@ -100,7 +100,8 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
     case RowwiseOp::kRmsNormFwd:
       return {"rmsnorm.cuh",
               "kestrel::rmsnorm_fwd_kernel<" + args + w + plan.template_args() + ", " +
-                  tf(v.residual) + ", " + tf(v.weight) + ">",
+                  tf(v.residual) + ", " + tf(v.weight) + ", " +
+                  std::to_string(plan.cfg.rows_per_thread) + ">",
               {}};
     case RowwiseOp::kRmsNormBwd:
       return {"rmsnorm.cuh",
@@ -108,8 +109,10 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                   tf(v.weight) + ", " + tf(plan.cfg.l2_group) + ">",
               {}};
     case RowwiseOp::kSoftmaxFwd:
-      return {
-          "softmax.cuh", "kestrel::softmax_fwd_kernel<" + args + plan.template_args() + ">", {}};
+      return {"softmax.cuh",
+              "kestrel::softmax_fwd_kernel<" + args + plan.template_args() + ", " +
+                  std::to_string(plan.cfg.rows_per_thread) + ">",
+              {}};
     case RowwiseOp::kSoftmaxBwd:
       return {"softmax.cuh",
               "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ", " +

@@ -20,7 +20,8 @@ constexpr int64_t kRowLengths[] = {1,     7,     256,   1000,   1024,   4096,   
 
 bool same(const RowwiseConfig& a, const RowwiseConfig& b) {
   return a.threads == b.threads && a.threads_per_row == b.threads_per_row &&
-         a.cluster == b.cluster && a.l2_group == b.l2_group;
+         a.cluster == b.cluster && a.l2_group == b.l2_group &&
+         a.rows_per_thread == b.rows_per_thread;
 }
 
 TEST(RowwiseConfig, HeuristicPicksAreValidMembersOfTheSpace) {
@@ -78,11 +79,18 @@ TEST(RowwiseConfig, RulesNameWhatIsWrong) {
   EXPECT_NE(err({100, 32, 1}).find("threads must be"), std::string::npos);
   EXPECT_NE(err({16, 16, 1}).find("threads must be"), std::string::npos);
   EXPECT_TRUE(err({32, 32, 1}).empty()) << err({32, 32, 1});
-  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {64, 64, 1}, 4096, DType::kBF16,
-                                      227 * 1024)
-                .find("rmsnorm_bwd needs threads >= 128"),
-            std::string::npos);
+  EXPECT_NE(
+      ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {64, 64, 1}, 4096, DType::kBF16, 227 * 1024)
+          .find("rmsnorm_bwd needs threads >= 128"),
+      std::string::npos);
   EXPECT_NE(err({256, 48, 1}).find("threads_per_row"), std::string::npos);
+  EXPECT_TRUE(err({64, 16, 1, false, 4}, 256).empty()) << err({64, 16, 1, false, 4}, 256);
+  EXPECT_NE(err({64, 16, 1, false, 3}, 256).find("rows_per_thread must be"), std::string::npos);
+  EXPECT_NE(err({128, 64, 1, false, 2}).find("threads_per_row <= 32"), std::string::npos);
+  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kSoftmaxBwd, {64, 16, 1, false, 2}, 256,
+                                      DType::kBF16, 227 * 1024)
+                .find("only rmsnorm_fwd and softmax_fwd"),
+            std::string::npos);
   EXPECT_NE(err({256, 512, 1}).find("threads_per_row"), std::string::npos);
   EXPECT_NE(err({256, 16, 2}).find("threads_per_row >= 32"), std::string::npos);
   EXPECT_NE(err({256, 32, 32}).find("cluster must be"), std::string::npos);

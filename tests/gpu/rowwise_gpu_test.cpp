@@ -111,9 +111,7 @@ testing::CompareReport compare_dx(DType t, const std::vector<double>& out,
 
 class RowwiseGpu : public ::testing::TestWithParam<Case> {};
 
-TEST_P(RowwiseGpu, RmsNormForward) {
-  KESTREL_REQUIRE_GPU();
-  const Case c = GetParam();
+void check_rmsnorm_fwd(const Case& c) {
   const Rows x = random_rows(c, 1), w = random_weight(c, 2);
   const float eps = 1e-5f;
   const auto want = ref::rmsnorm_fwd(x.values.data(), w.values.data(), c.m, c.n, eps);
@@ -129,9 +127,7 @@ TEST_P(RowwiseGpu, RmsNormForward) {
   EXPECT_PASS(testing::compare_fp32(testing::read_f32(rstd), want.rstd, 1e-5, c.m), "rstd");
 }
 
-TEST_P(RowwiseGpu, RmsNormForwardResidual) {
-  KESTREL_REQUIRE_GPU();
-  const Case c = GetParam();
+void check_rmsnorm_fwd_residual(const Case& c) {
   const Rows x = random_rows(c, 3), res = random_rows(c, 4);
   std::vector<double> h(x.values.size());
   for (size_t i = 0; i < h.size(); ++i)
@@ -144,6 +140,16 @@ TEST_P(RowwiseGpu, RmsNormForwardResidual) {
   ASSERT_OK(rmsnorm_fwd_residual(dx.view, dres.view, {}, y.view, dh.view, {}, nullptr, opt));
   EXPECT_PASS(compare_as(c.t, dh.read(), h, c.n), "h");
   EXPECT_PASS(compare_as(c.t, y.read(), want.y, c.n), "y");
+}
+
+TEST_P(RowwiseGpu, RmsNormForward) {
+  KESTREL_REQUIRE_GPU();
+  check_rmsnorm_fwd(GetParam());
+}
+
+TEST_P(RowwiseGpu, RmsNormForwardResidual) {
+  KESTREL_REQUIRE_GPU();
+  check_rmsnorm_fwd_residual(GetParam());
 }
 
 void check_rmsnorm_bwd(const Case& c) {
@@ -172,14 +178,17 @@ TEST_P(RowwiseGpu, RmsNormBackward) {
   check_rmsnorm_bwd(GetParam());
 }
 
-TEST_P(RowwiseGpu, SoftmaxForward) {
-  KESTREL_REQUIRE_GPU();
-  const Case c = GetParam();
+void check_softmax_fwd(const Case& c) {
   const Rows x = random_rows(c, 8, 3.0);
   const auto want = ref::softmax_fwd(x.values.data(), c.m, c.n);
   const DeviceRows dx = DeviceRows::input(x), y = DeviceRows::poisoned_like(x);
   ASSERT_OK(softmax_fwd(dx.view, y.view, nullptr, config_of(c)));
   EXPECT_PASS(compare_as(c.t, y.read(), want, c.n), "y");
+}
+
+TEST_P(RowwiseGpu, SoftmaxForward) {
+  KESTREL_REQUIRE_GPU();
+  check_softmax_fwd(GetParam());
 }
 
 TEST_P(RowwiseGpu, SoftmaxBackward) {
@@ -387,6 +396,22 @@ TEST(RowwiseSmallVariants, RmsNormWithoutWeightAndBf16Dweight) {
   EXPECT_PASS(
       testing::compare_bf16(testing::bf16_to_doubles(dweight.download<uint16_t>()), want_w.dweight),
       "dweight bf16");
+}
+
+// Several rows per thread (forward ops): a partial last CTA (rows past M in
+// the later passes), strided rows, rows shorter than a thread's vectors.
+TEST(RowwiseSmallVariants, ForwardRowsPerThread) {
+  KESTREL_REQUIRE_GPU();
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16})
+    for (const Case& c : {Case{t, 37, 256, 0, RowwiseConfig{64, 16, 1, false, 4}},
+                          Case{t, 21, 1000, 8, RowwiseConfig{32, 32, 1, false, 8}},
+                          Case{t, 9, 7, 1, RowwiseConfig{32, 8, 1, false, 2}}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(c.m) + "x" +
+                   std::to_string(c.n) + " " + c.config->describe());
+      check_rmsnorm_fwd(c);
+      check_rmsnorm_fwd_residual(c);
+      check_softmax_fwd(c);
+    }
 }
 
 // More row groups than clusters fit on the GPU (one CTA per SM), so each
