@@ -198,6 +198,15 @@ __global__ void __launch_bounds__(THREADS)
     stage_row(xs, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s);
     ptx::cp_async_commit();
   };
+  // The CTA's weight columns are the same for every row it walks: 16-bit
+  // rows (2 vectors per thread at 1024 threads: 16 floats) read them once
+  // into registers instead of from L1 in both passes of every row. fp32 rows
+  // (4 vectors) would spill.
+  constexpr bool W_REGS = WEIGHT && sizeof(T) == 2 && VPT * VEC <= 16;
+  float wreg[W_REGS ? VPT : 1][VEC];
+  if constexpr (W_REGS)
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), p.n, wreg[i]);
   stage(row_of(cluster));
   for (long long grp = cluster, k = 0; grp < groups; grp += stride, ++k) {
     const long long row = row_of(grp);
@@ -215,7 +224,12 @@ __global__ void __launch_bounds__(THREADS)
       xv[i] = xs.get(i);
       unpack<T>(dyv[i], g);
       unpack<T>(xv[i], a);
-      if constexpr (WEIGHT) load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
+      if constexpr (W_REGS) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) wv[e] = wreg[i][e];
+      } else if constexpr (WEIGHT) {
+        load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
+      }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) dot = fmaf(WEIGHT ? g[e] * wv[e] : g[e], a[e], dot);
     }
@@ -232,7 +246,12 @@ __global__ void __launch_bounds__(THREADS)
       unpack<T>(dyv[i], g);
       unpack<T>(xv[i], a);
       if constexpr (WEIGHT) {
-        load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
+        if constexpr (W_REGS) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) wv[e] = wreg[i][e];
+        } else {
+          load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
+        }
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
           float4 t = dw[(i * Q + q) * TPR];

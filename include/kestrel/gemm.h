@@ -21,6 +21,9 @@ struct GemmConfig {
   // DSMEM; no co-scheduling, so every split fits in one wave. Plain GEMM only.
   bool split_l2 = false;
 
+  // Whether the split goes through L2 (split_l2 means nothing without a split).
+  bool splits_through_l2() const { return split_l2 && split_k > 1; }
+
   std::string describe() const;  // "bn128 s4 k1", "bn128 s4 k4 l2"
 };
 

@@ -36,9 +36,9 @@ Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View&
       config ? *config
              : dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
-  if (cfg.split_l2 && cfg.split_k > 1)
-    return Status::InvalidArgument("config: split_l2 is for the plain GEMM; the dual GEMM splits K "
-                                   "over a cluster");
+  if (cfg.splits_through_l2())
+    return Status::InvalidArgument(
+        "config: split_l2 is for the plain GEMM; the dual GEMM splits K over a cluster");
   if (!config)
     KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
         shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, &cfg));

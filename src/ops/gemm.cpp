@@ -69,7 +69,7 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
-  const bool split_l2 = cfg.split_l2 && cfg.split_k > 1;
+  const bool split_l2 = cfg.splits_through_l2();
   if (split_l2) {
     // Arrival counters (left zero by every call) and one slot of fp32
     // accumulators per CTA: 256 threads x block_n / 2.
@@ -94,6 +94,8 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
 
 Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
                                      GemmConfig* cfg) {
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   while (cfg->split_k > 1) {
     const rt::LaunchShape ls =
         gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k, dual);
@@ -104,8 +106,6 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
     const int64_t clusters = int64_t(ls.grid.x / ls.cluster.x) * ls.grid.y * ls.grid.z;
     if (clusters <= resident) break;
     // Without a cluster the same split fits if its CTAs do (one per SM).
-    const rt::DeviceInfo* dev = nullptr;
-    KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
     if (!dual && clusters * cfg->split_k <= dev->sm_count) {
       cfg->split_l2 = true;
       break;
@@ -119,7 +119,7 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
 
 std::string GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
-         std::to_string(split_k) + (split_l2 && split_k > 1 ? " l2" : "");
+         std::to_string(split_k) + (splits_through_l2() ? " l2" : "");
 }
 
 const std::vector<int>& gemm_block_n_choices() {

@@ -55,8 +55,8 @@ Status softmax_bwd(const TensorView& dy, const TensorView& y, const TensorView& 
   const int64_t m = dy.shape[0], n = dy.shape[1];
   if (m == 0) return Status::Ok();
   RowPlan plan;
-  KESTREL_RETURN_IF_ERROR(
-      plan_rows(RowwiseOp::kSoftmaxBwd, m, n, dy.dtype, config, row_access({dy, y, dx}, true), &plan));
+  KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kSoftmaxBwd, m, n, dy.dtype, config,
+                                    row_access({dy, y, dx}, true), &plan));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get(rowwise_kernel_spec(RowwiseOp::kSoftmaxBwd, dy.dtype, plan), &kernel));
