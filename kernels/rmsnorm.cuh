@@ -38,20 +38,16 @@ struct RmsNormFwdParams {
   float eps;
 };
 
-template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
-          bool RESIDUAL, bool WEIGHT, int RPT>
-__global__ void __launch_bounds__(THREADS)
-    rmsnorm_fwd_kernel(const __grid_constant__ RmsNormFwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr bool ALIGNED = ACCESS == kRowVector;
+template <typename T, typename W, class G, int ACCESS, bool RESIDUAL, bool WEIGHT>
+__device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long long first_row) {
+  constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
   static_assert(ACCESS != kRowShifted, "weight columns follow the row: no shifted rows");
-  RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
+  RowReducer<reduce::Sum, G::THREADS, G::TPR, G::CLUSTER> red;
   red.init();
-  const RowSlice<T, G> s(cta_rank<CLUSTER>());
-  const long long row0 = (long long)(blockIdx.x / CLUSTER) * G::ROWS * RPT + s.row_local;
+  const RowSlice<T, G> s(cta_rank<G::CLUSTER>());
+  const long long row0 = first_row + s.row_local;
   auto row_of = [&](int r) { return row0 + r * G::ROWS; };
-  auto row_n = [&](int r) { return row_of(r) < p.m ? p.n : 0; };
+  auto row_n = [&](int r) { return ACCESS == kRowWhole || row_of(r) < p.m ? p.n : 0; };
 
   uint4 v[RPT][VPT];
 #pragma unroll
@@ -93,25 +89,47 @@ __global__ void __launch_bounds__(THREADS)
   if constexpr (W_EARLY)
 #pragma unroll
     for (int i = 0; i < VPT; ++i)
-      load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), row_n(0),
-                                          w_early[i]);
+      load_floats_cached<W, VEC, ACCESS>(static_cast<const W*>(p.w), s.col(i), row_n(0),
+                                         w_early[i]);
   red.ready();
 
+  Floats<1> ss[RPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
-    const int n = row_n(r);
-    float ss = 0.0f;
+    ss[r].f[0] = 0.0f;
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float a[VEC];
       unpack<T>(v[r][i], a);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) ss = fmaf(a[e], a[e], ss);
+      for (int e = 0; e < VEC; ++e) ss[r].f[0] = fmaf(a[e], a[e], ss[r].f[0]);
     }
-    ss = red.reduce({{ss}}, r).f[0];
-    const float rstd = rsqrtf(ss / float(p.n) + p.eps);
-    opaque(v[r]);
-    if (p.rstd != nullptr && n > 0 && s.rank == 0 && s.tr == 0) p.rstd[row_of(r)] = rstd;
+  }
+  red.reduce_rows(ss);
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) opaque(v[r]);
+
+  // One division (IEEE, with its slow-path branch) for all the rows.
+  const float inv_n = 1.0f / float(p.n);
+  float rstds[RPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) rstds[r] = rsqrtf(ss[r].f[0] * inv_n + p.eps);
+  if (p.rstd != nullptr && s.rank == 0) {
+    // Lane tr writes row tr's value: one store instruction for the RPT rows.
+    constexpr int WRITERS = RPT <= G::TPR ? RPT : 1;
+    float mine = rstds[0];
+#pragma unroll
+    for (int r = 1; r < WRITERS; ++r) mine = s.tr == r ? rstds[r] : mine;
+    if (s.tr < WRITERS && row_n(s.tr) > 0) p.rstd[row_of(s.tr)] = mine;
+#pragma unroll
+    for (int r = WRITERS; r < RPT; ++r)
+      if (s.tr == 0 && row_n(r) > 0) p.rstd[row_of(r)] = rstds[r];
+  }
+
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    const int n = row_n(r);
+    const float rstd = rstds[r];
 
     store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row_of(r) * p.y_row, n), s, [&](int i) {
       float a[VEC], w[VEC];
@@ -120,13 +138,23 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) w[e] = w_early[i][e];
       } else if constexpr (WEIGHT) {
-        load_floats_cached<W, VEC, ALIGNED>(static_cast<const W*>(p.w), s.col(i), n, w);
+        load_floats_cached<W, VEC, ACCESS>(static_cast<const W*>(p.w), s.col(i), n, w);
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) a[e] = WEIGHT ? a[e] * rstd * w[e] : a[e] * rstd;
       return pack<T>(a);
     });
   }
+}
+
+template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
+          bool RESIDUAL, bool WEIGHT, int RPT>
+__global__ void __launch_bounds__(THREADS)
+    rmsnorm_fwd_kernel(const __grid_constant__ RmsNormFwdParams p) {
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
+  for_cta_rows<T, G, ACCESS>(p.m, p.n, [&](long long first_row, auto access) {
+    rmsnorm_fwd_rows<T, W, G, decltype(access)::value, RESIDUAL, WEIGHT>(p, first_row);
+  });
 }
 
 struct RmsNormBwdParams {
@@ -163,7 +191,6 @@ __global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_kernel(const __grid_constant__ RmsNormBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
   constexpr int VEC = 16 / sizeof(T), Q = VEC / 4, SLICE = THREADS * VPT;
-  constexpr bool ALIGNED = ACCESS == kRowVector;
   static_assert(ACCESS != kRowShifted, "dweight columns follow the row: no shifted rows");
   extern __shared__ uint4 smem[];
   const long long cluster = blockIdx.x / CLUSTER;
@@ -206,7 +233,7 @@ __global__ void __launch_bounds__(THREADS)
   float wreg[W_REGS ? VPT : 1][VEC];
   if constexpr (W_REGS)
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), p.n, wreg[i]);
+    for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ACCESS>(w, s.col(i), p.n, wreg[i]);
   stage(row_of(cluster));
   for (long long grp = cluster, k = 0; grp < groups; grp += stride, ++k) {
     const long long row = row_of(grp);
@@ -228,7 +255,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) wv[e] = wreg[i][e];
       } else if constexpr (WEIGHT) {
-        load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
+        load_floats_cached<W, VEC, ACCESS>(w, s.col(i), n, wv);
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) dot = fmaf(WEIGHT ? g[e] * wv[e] : g[e], a[e], dot);
@@ -250,7 +277,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
           for (int e = 0; e < VEC; ++e) wv[e] = wreg[i][e];
         } else {
-          load_floats_cached<W, VEC, ALIGNED>(w, s.col(i), n, wv);
+          load_floats_cached<W, VEC, ACCESS>(w, s.col(i), n, wv);
         }
 #pragma unroll
         for (int q = 0; q < Q; ++q) {

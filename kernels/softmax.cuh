@@ -25,17 +25,15 @@ struct SoftmaxFwdParams {
   int n;
 };
 
-template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS, int RPT>
-__global__ void __launch_bounds__(THREADS)
-    softmax_fwd_kernel(const __grid_constant__ SoftmaxFwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
-  constexpr int VEC = 16 / sizeof(T);
+template <typename T, class G, int ACCESS>
+__device__ __forceinline__ void softmax_fwd_rows(const SoftmaxFwdParams& p, long long first_row) {
+  constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
   const float kNegInf = -__int_as_float(0x7f800000);
-  RowReducer<reduce::MaxExpSum, THREADS, TPR, CLUSTER> red;
+  RowReducer<reduce::MaxExpSum, G::THREADS, G::TPR, G::CLUSTER> red;
   red.init();
-  const RowSlice<T, G> s(cta_rank<CLUSTER>());
-  const long long row0 = (long long)(blockIdx.x / CLUSTER) * G::ROWS * RPT + s.row_local;
-  auto row_n = [&](int r) { return row0 + r * G::ROWS < p.m ? p.n : 0; };
+  const RowSlice<T, G> s(cta_rank<G::CLUSTER>());
+  const long long row0 = first_row + s.row_local;
+  auto row_n = [&](int r) { return ACCESS == kRowWhole || row0 + r * G::ROWS < p.m ? p.n : 0; };
 
   uint4 v[RPT][VPT];
 #pragma unroll
@@ -46,29 +44,35 @@ __global__ void __launch_bounds__(THREADS)
              s, Elem<T>::kNegInf);
   red.ready();
 
+  Floats<2> st[RPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
-    Floats<2> st = reduce::MaxExpSum::identity();
+    st[r] = reduce::MaxExpSum::identity();
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       float a[VEC];
       unpack<T>(v[r][i], a);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) st.f[0] = fmaxf(st.f[0], a[e]);
+      for (int e = 0; e < VEC; ++e) st[r].f[0] = fmaxf(st[r].f[0], a[e]);
     }
     opaque(v[r]);
-    if (st.f[0] != kNegInf) {  // else nothing to sum (and no -inf - -inf)
+    if (st[r].f[0] != kNegInf) {  // else nothing to sum (and no -inf - -inf)
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         float a[VEC];
         unpack<T>(v[r][i], a);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) st.f[1] += ptx::ex2_approx((a[e] - st.f[0]) * reduce::kLog2e);
+        for (int e = 0; e < VEC; ++e)
+          st[r].f[1] += ptx::ex2_approx((a[e] - st[r].f[0]) * reduce::kLog2e);
       }
     }
-    st = red.reduce(st, r);
+  }
+  red.reduce_rows(st);
+
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
     // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
-    const float mx = st.f[0], inv = 1.0f / st.f[1];
+    const float mx = st[r].f[0], inv = 1.0f / st[r].f[1];
     opaque(v[r]);
     store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + (row0 + r * G::ROWS) * p.y_row, row_n(r)),
               s, [&](int i) {
@@ -80,6 +84,15 @@ __global__ void __launch_bounds__(THREADS)
                 return pack<T>(a);
               });
   }
+}
+
+template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS, int RPT>
+__global__ void __launch_bounds__(THREADS)
+    softmax_fwd_kernel(const __grid_constant__ SoftmaxFwdParams p) {
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
+  for_cta_rows<T, G, ACCESS>(p.m, p.n, [&](long long first_row, auto access) {
+    softmax_fwd_rows<T, G, decltype(access)::value>(p, first_row);
+  });
 }
 
 struct SoftmaxBwdParams {

@@ -88,6 +88,23 @@ __device__ __forceinline__ Floats<Op::K> warp_allreduce(Floats<Op::K> v) {
   return v;
 }
 
+// warp_allreduce of R independent tuples (a thread's R rows), their
+// butterflies interleaved: R shuffles in flight per step instead of R chains
+// of dependent ones.
+template <class Op, int LANES, int R>
+__device__ __forceinline__ void warp_allreduce_rows(Floats<Op::K> (&v)[R]) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o >>= 1) {
+    Floats<Op::K> u[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int k = 0; k < Op::K; ++k) u[r].f[k] = __shfl_xor_sync(0xffffffffu, v[r].f[k], o);
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = Op::combine(v[r], u[r]);
+  }
+}
+
 // Sends a tuple into the same slot of CTA `rank`'s buffer, completing its bytes
 // on that CTA's mbarrier (`slot` and `bar` are local shared::cta addresses).
 template <int K>
@@ -188,6 +205,18 @@ struct RowReducer {
       v = reduce::warp_allreduce<Op, 32>(v);
     }
     return v;
+  }
+
+  // R rows per thread (RowGeom::RPT): reduce() of each; more than one only
+  // for rows within a warp, whose butterflies then interleave.
+  template <int R>
+  __device__ void reduce_rows(Floats<K> (&v)[R]) {
+    if constexpr (R == 1) {
+      v[0] = reduce(v[0]);
+    } else {
+      static_assert(!CROSS, "several rows per thread: warp-only rows");
+      reduce::warp_allreduce_rows<Op, LANES>(v);
+    }
   }
 };
 
