@@ -38,6 +38,31 @@ struct RmsNormFwdParams {
   float eps;
 };
 
+// A thread's weight columns (vector i at s.col(i)). HELD: loaded once, at
+// construction, into registers (at most 16 values per thread), for a short
+// forward row, whose weight latency then hides behind the row's, and for the
+// rows a backward CTA walks; else read through L1 at each use.
+template <typename W, int VEC, int VPT, int ACCESS, bool HELD>
+struct SliceWeight {
+  const W* p;
+  float held[HELD ? VPT : 1][VEC];
+  template <class Slice>
+  __device__ SliceWeight(const W* w, const Slice& s, int n) : p(w) {
+    if constexpr (HELD)
+#pragma unroll
+      for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ACCESS>(p, s.col(i), n, held[i]);
+  }
+  // Vector i (column c) as floats, zero past n.
+  __device__ void get(int i, int c, int n, float (&f)[VEC]) const {
+    if constexpr (HELD) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) f[e] = held[i][e];
+    } else {
+      load_floats_cached<W, VEC, ACCESS>(p, c, n, f);
+    }
+  }
+};
+
 template <typename T, typename W, class G, int ACCESS, bool RESIDUAL, bool WEIGHT>
 __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long long first_row) {
   constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
@@ -78,19 +103,11 @@ __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long
                 [&](int i) { return v[r][i]; });
     }
   }
-  // A short row's weight (at most 16 values per thread) is loaded with the
-  // rows, once for all RPT of them (they share the columns), so that its
-  // latency hides behind the rows' instead of following the reduction; a
-  // longer one is read in the store pass (registers). The columns are the
-  // same for every row: read them as far as the first row reaches (p.n, or
-  // 0 past M; a later row past M stores nothing).
-  constexpr bool W_EARLY = WEIGHT && VPT * VEC <= 16;
-  float w_early[W_EARLY ? VPT : 1][VEC];
-  if constexpr (W_EARLY)
-#pragma unroll
-    for (int i = 0; i < VPT; ++i)
-      load_floats_cached<W, VEC, ACCESS>(static_cast<const W*>(p.w), s.col(i), row_n(0),
-                                         w_early[i]);
+  // A short row's weight is held, loaded with the rows, once for all RPT of
+  // them: they share the columns. Read it as far as the first row reaches
+  // (p.n, or 0 past M; a later row past M stores nothing).
+  const SliceWeight<W, VEC, VPT, ACCESS, WEIGHT && VPT * VEC <= 16> wt(static_cast<const W*>(p.w),
+                                                                       s, row_n(0));
   red.ready();
 
   Floats<1> ss[RPT];
@@ -115,15 +132,11 @@ __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long
 #pragma unroll
   for (int r = 0; r < RPT; ++r) rstds[r] = rsqrtf(ss[r].f[0] * inv_n + p.eps);
   if (p.rstd != nullptr && s.rank == 0) {
-    // Lane tr writes row tr's value: one store instruction for the RPT rows.
-    constexpr int WRITERS = RPT <= G::TPR ? RPT : 1;
+    // Lane tr writes row tr's value (RPT <= TPR): one store for the RPT rows.
     float mine = rstds[0];
 #pragma unroll
-    for (int r = 1; r < WRITERS; ++r) mine = s.tr == r ? rstds[r] : mine;
-    if (s.tr < WRITERS && row_n(s.tr) > 0) p.rstd[row_of(s.tr)] = mine;
-#pragma unroll
-    for (int r = WRITERS; r < RPT; ++r)
-      if (s.tr == 0 && row_n(r) > 0) p.rstd[row_of(r)] = rstds[r];
+    for (int r = 1; r < RPT; ++r) mine = s.tr == r ? rstds[r] : mine;
+    if (s.tr < RPT && row_n(s.tr) > 0) p.rstd[row_of(s.tr)] = mine;
   }
 
 #pragma unroll
@@ -134,12 +147,7 @@ __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long
     store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row_of(r) * p.y_row, n), s, [&](int i) {
       float a[VEC], w[VEC];
       unpack<T>(v[r][i], a);
-      if constexpr (W_EARLY) {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) w[e] = w_early[i][e];
-      } else if constexpr (WEIGHT) {
-        load_floats_cached<W, VEC, ACCESS>(static_cast<const W*>(p.w), s.col(i), n, w);
-      }
+      if constexpr (WEIGHT) wt.get(i, s.col(i), n, w);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) a[e] = WEIGHT ? a[e] * rstd * w[e] : a[e] * rstd;
       return pack<T>(a);
@@ -226,14 +234,10 @@ __global__ void __launch_bounds__(THREADS)
     ptx::cp_async_commit();
   };
   // The CTA's weight columns are the same for every row it walks: 16-bit
-  // rows (2 vectors per thread at 1024 threads: 16 floats) read them once
-  // into registers instead of from L1 in both passes of every row. fp32 rows
-  // (4 vectors) would spill.
-  constexpr bool W_REGS = WEIGHT && sizeof(T) == 2 && VPT * VEC <= 16;
-  float wreg[W_REGS ? VPT : 1][VEC];
-  if constexpr (W_REGS)
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ACCESS>(w, s.col(i), p.n, wreg[i]);
+  // rows (2 vectors per thread at 1024 threads: 16 floats) hold them instead
+  // of reading L1 in both passes of every row. fp32 rows (4 vectors) would
+  // spill.
+  const SliceWeight<W, VEC, VPT, ACCESS, WEIGHT && sizeof(T) == 2 && VPT * VEC <= 16> wt(w, s, p.n);
   stage(row_of(cluster));
   for (long long grp = cluster, k = 0; grp < groups; grp += stride, ++k) {
     const long long row = row_of(grp);
@@ -251,12 +255,7 @@ __global__ void __launch_bounds__(THREADS)
       xv[i] = xs.get(i);
       unpack<T>(dyv[i], g);
       unpack<T>(xv[i], a);
-      if constexpr (W_REGS) {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) wv[e] = wreg[i][e];
-      } else if constexpr (WEIGHT) {
-        load_floats_cached<W, VEC, ACCESS>(w, s.col(i), n, wv);
-      }
+      if constexpr (WEIGHT) wt.get(i, s.col(i), n, wv);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) dot = fmaf(WEIGHT ? g[e] * wv[e] : g[e], a[e], dot);
     }
@@ -273,12 +272,7 @@ __global__ void __launch_bounds__(THREADS)
       unpack<T>(dyv[i], g);
       unpack<T>(xv[i], a);
       if constexpr (WEIGHT) {
-        if constexpr (W_REGS) {
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) wv[e] = wreg[i][e];
-        } else {
-          load_floats_cached<W, VEC, ACCESS>(w, s.col(i), n, wv);
-        }
+        wt.get(i, s.col(i), n, wv);
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
           float4 t = dw[(i * Q + q) * TPR];

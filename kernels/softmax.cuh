@@ -33,14 +33,14 @@ __device__ __forceinline__ void softmax_fwd_rows(const SoftmaxFwdParams& p, long
   red.init();
   const RowSlice<T, G> s(cta_rank<G::CLUSTER>());
   const long long row0 = first_row + s.row_local;
-  auto row_n = [&](int r) { return ACCESS == kRowWhole || row0 + r * G::ROWS < p.m ? p.n : 0; };
+  auto row_of = [&](int r) { return row0 + r * G::ROWS; };
+  auto row_n = [&](int r) { return ACCESS == kRowWhole || row_of(r) < p.m ? p.n : 0; };
 
   uint4 v[RPT][VPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r)
     load_row(v[r],
-             RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + (row0 + r * G::ROWS) * p.x_row,
-                                        row_n(r)),
+             RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row_of(r) * p.x_row, row_n(r)),
              s, Elem<T>::kNegInf);
   red.ready();
 
@@ -74,8 +74,8 @@ __device__ __forceinline__ void softmax_fwd_rows(const SoftmaxFwdParams& p, long
     // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
     const float mx = st[r].f[0], inv = 1.0f / st[r].f[1];
     opaque(v[r]);
-    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + (row0 + r * G::ROWS) * p.y_row, row_n(r)),
-              s, [&](int i) {
+    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row_of(r) * p.y_row, row_n(r)), s,
+              [&](int i) {
                 float a[VEC];
                 unpack<T>(v[r][i], a);
 #pragma unroll

@@ -63,8 +63,8 @@ template <int THREADS_, int TPR_, int VPT_, int CLUSTER_, int RPT_ = 1>
 struct RowGeom {
   static constexpr int THREADS = THREADS_, TPR = TPR_, VPT = VPT_, CLUSTER = CLUSTER_, RPT = RPT_;
   static constexpr int ROWS = THREADS / TPR;  // rows per CTA and pass
-  static_assert(RPT == 1 || (CLUSTER == 1 && TPR <= 32),
-                "several rows per thread: only with warp-only reductions");
+  static_assert(RPT == 1 || (CLUSTER == 1 && RPT <= TPR && TPR <= 32),
+                "several rows per thread: warp-only reductions, a lane per row");
 };
 
 // This thread's place in the geometry for element type T.

@@ -122,6 +122,9 @@ std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n
     return "only rmsnorm_fwd and softmax_fwd take rows_per_thread > 1";
   if (c.rows_per_thread > 1 && (c.cluster > 1 || c.threads_per_row > 32))
     return "rows_per_thread > 1 needs cluster 1 and threads_per_row <= 32";
+  // One lane of a row writes each of the thread's rows' statistics.
+  if (c.rows_per_thread > c.threads_per_row)
+    return "rows_per_thread must be at most threads_per_row";
   const int vpt = vectors_per_thread(c, n, t);
   if (vpt > kMaxVectorsPerThread)
     return "rows of " + std::to_string(n) + " elements need " + std::to_string(vpt) +

@@ -87,6 +87,7 @@ TEST(RowwiseConfig, RulesNameWhatIsWrong) {
   EXPECT_TRUE(err({64, 16, 1, false, 4}, 256).empty()) << err({64, 16, 1, false, 4}, 256);
   EXPECT_NE(err({64, 16, 1, false, 3}, 256).find("rows_per_thread must be"), std::string::npos);
   EXPECT_NE(err({128, 64, 1, false, 2}).find("threads_per_row <= 32"), std::string::npos);
+  EXPECT_NE(err({32, 2, 1, false, 4}, 256).find("at most threads_per_row"), std::string::npos);
   EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kSoftmaxBwd, {64, 16, 1, false, 2}, 256,
                                       DType::kBF16, 227 * 1024)
                 .find("only rmsnorm_fwd and softmax_fwd"),
