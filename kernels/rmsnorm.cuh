@@ -48,9 +48,12 @@ struct SliceWeight {
   float held[HELD ? VPT : 1][VEC];
   template <class Slice>
   __device__ SliceWeight(const W* w, const Slice& s, int n) : p(w) {
-    if constexpr (HELD)
+    // Braces: nvcc drops the statement after an unbraced `if constexpr` +
+    // `#pragma unroll` loop along with a discarded branch.
+    if constexpr (HELD) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ACCESS>(p, s.col(i), n, held[i]);
+    }
   }
   // Vector i (column c) as floats, zero past n.
   __device__ void get(int i, int c, int n, float (&f)[VEC]) const {
@@ -67,6 +70,7 @@ template <typename T, typename W, class G, int ACCESS, bool RESIDUAL, bool WEIGH
 __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long long first_row) {
   constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
   static_assert(ACCESS != kRowShifted, "weight columns follow the row: no shifted rows");
+  static_assert(RPT <= G::TPR, "a lane of its own for each row's rstd");
   RowReducer<reduce::Sum, G::THREADS, G::TPR, G::CLUSTER> red;
   red.init();
   const RowSlice<T, G> s(cta_rank<G::CLUSTER>());
@@ -182,110 +186,146 @@ struct RmsNormBwdParams {
   unsigned* group_counters;  // L2: [gridDim.x / CLUSTER][2], zero
 };
 
-// Dynamic shared memory: dy, then x, each [ROWS][VPT][TPR] x 16 bytes, then
-// (WEIGHT) the dweight accumulators, [ROWS][VPT][VEC/4][TPR] x float4.
-// Two rows in flight: the first pass copies the staged row into registers, so
-// its slots are free and the next row's cp.async go out at once; that row's
-// loads then overlap this row's reduction (with a cluster, the wait for the
-// slowest CTA) and second pass. Each thread stages, reads and accumulates
-// only its own slots, so none of this needs a barrier. The registers that
-// hold the row are the ones the dweight accumulators would need, hence those
-// live in shared memory.
+// Dynamic shared memory: dy, then x, each [RPT][ROWS][VPT][TPR] x 16 bytes,
+// then (WEIGHT) the dweight accumulators, [ROWS][VPT][VEC/4][TPR] x float4.
+// Two row groups in flight: the first pass copies the staged rows into
+// registers, so their slots are free and the next group's cp.async go out at
+// once; those loads then overlap this group's reduction (with a cluster, the
+// wait for the slowest CTA) and second pass. Each thread stages, reads and
+// accumulates only its own slots, so none of this needs a barrier. The
+// registers that hold the rows are the ones the dweight accumulators would
+// need, hence those live in shared memory.
+// RPT rows per thread (ROWS apart) share one reduction (a tuple of RPT sums)
+// and the thread's dweight columns (one shared-memory round trip for all):
+// rows that would split 4 ways run 8 ways with 2 rows per thread
+// (ops/rowwise_config.cpp).
 // L2: the CLUSTER CTAs of a row are a co-resident group exchanging through L2
 // (L2GroupReducer) instead of a cluster, so that every SM can take one.
 template <typename T, typename W, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS,
-          bool WEIGHT, bool L2>
+          bool WEIGHT, bool L2, int RPT>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_kernel(const __grid_constant__ RmsNormBwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
+  using G = RowGeom<THREADS, TPR, VPT, CLUSTER, RPT>;
+  using Op = reduce::Sums<RPT>;
   constexpr int VEC = 16 / sizeof(T), Q = VEC / 4, SLICE = THREADS * VPT;
   static_assert(ACCESS != kRowShifted, "dweight columns follow the row: no shifted rows");
   extern __shared__ uint4 smem[];
   const long long cluster = blockIdx.x / CLUSTER;
   auto reducer = [&] {
     if constexpr (L2) {
-      return L2GroupReducer<reduce::Sum, THREADS, TPR, CLUSTER>(
-          reinterpret_cast<Floats<1>*>(p.group_slots) + cluster * 2 * G::ROWS * CLUSTER,
+      return L2GroupReducer<Op, THREADS, TPR, CLUSTER>(
+          reinterpret_cast<Floats<RPT>*>(p.group_slots) + cluster * 2 * G::ROWS * CLUSTER,
           p.group_counters + 2 * cluster);
     } else {
-      return RowReducer<reduce::Sum, THREADS, TPR, CLUSTER>();
+      return RowReducer<Op, THREADS, TPR, CLUSTER>();
     }
   };
   auto red = reducer();
   red.init();
   const RowSlice<T, G> s(L2 ? int(blockIdx.x % CLUSTER) : cta_rank<CLUSTER>());
-  const StagedRow<G> dys(smem, s.row_local, s.tr), xs(smem + SLICE, s.row_local, s.tr);
+  auto dys = [&](int r) { return StagedRow<G>(smem + r * SLICE, s.row_local, s.tr); };
+  auto xs = [&](int r) { return StagedRow<G>(smem + (RPT + r) * SLICE, s.row_local, s.tr); };
   const W* w = static_cast<const W*>(p.w);
   // This thread's dweight columns summed over its rows: (vector i, quarter q)
   // at dw[(i * Q + q) * TPR].
-  float4* const acc = reinterpret_cast<float4*>(smem + 2 * SLICE);
+  float4* const acc = reinterpret_cast<float4*>(smem + 2 * RPT * SLICE);
   float4* const dw = acc + s.row_local * VPT * Q * TPR + s.tr;
-  if constexpr (WEIGHT)
+  if constexpr (WEIGHT) {
 #pragma unroll
     for (int j = 0; j < VPT * Q; ++j) dw[j * TPR] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
 
-  const long long groups = (p.m + G::ROWS - 1) / G::ROWS;
+  const long long groups = (p.m + G::ROWS * RPT - 1) / (G::ROWS * RPT);
   const long long stride = gridDim.x / CLUSTER;
-  auto row_of = [&](long long grp) { return grp * G::ROWS + s.row_local; };
-  auto stage = [&](long long row) {
-    const int n = row < p.m ? p.n : 0;
-    stage_row(dys, RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n), s);
-    stage_row(xs, RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n), s);
+  auto row_of = [&](long long grp, int r) { return (grp * RPT + r) * G::ROWS + s.row_local; };
+  auto stage = [&](long long grp) {
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+      const long long row = row_of(grp, r);
+      const int n = row < p.m ? p.n : 0;
+      stage_row(dys(r), RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n),
+                s);
+      stage_row(xs(r), RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n),
+                s);
+    }
     ptx::cp_async_commit();
   };
   // The CTA's weight columns are the same for every row it walks: 16-bit
   // rows (2 vectors per thread at 1024 threads: 16 floats) hold them instead
   // of reading L1 in both passes of every row. fp32 rows (4 vectors) would
   // spill.
-  const SliceWeight<W, VEC, VPT, ACCESS, WEIGHT && sizeof(T) == 2 && VPT * VEC <= 16> wt(w, s, p.n);
-  stage(row_of(cluster));
+  const SliceWeight<W, VEC, VPT, ACCESS, WEIGHT && sizeof(T) == 2 && RPT * VPT * VEC <= 16> wt(w, s,
+                                                                                               p.n);
+  stage(cluster);
   for (long long grp = cluster, k = 0; grp < groups; grp += stride, ++k) {
-    const long long row = row_of(grp);
-    const int n = row < p.m ? p.n : 0;
-    const float rstd = n > 0 ? p.rstd[row] : 0.0f;
+    int n[RPT];
+    float rstd[RPT];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+      n[r] = row_of(grp, r) < p.m ? p.n : 0;
+      rstd[r] = n[r] > 0 ? p.rstd[row_of(grp, r)] : 0.0f;
+    }
     ptx::cp_async_wait_all();
     if (k == 0) red.ready();
 
-    uint4 dyv[VPT], xv[VPT];
-    float dot = 0.0f;  // sum_j g_j x_j
+    uint4 dyv[RPT][VPT], xv[RPT][VPT];
+    Floats<RPT> dot = Op::identity();  // sum_j g_j x_j of each row
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
-      float g[VEC], a[VEC], wv[VEC];
-      dyv[i] = dys.get(i);
-      xv[i] = xs.get(i);
-      unpack<T>(dyv[i], g);
-      unpack<T>(xv[i], a);
-      if constexpr (WEIGHT) wt.get(i, s.col(i), n, wv);
+      float wv[VEC];
+      if constexpr (WEIGHT) wt.get(i, s.col(i), p.n, wv);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) dot = fmaf(WEIGHT ? g[e] * wv[e] : g[e], a[e], dot);
+      for (int r = 0; r < RPT; ++r) {
+        float g[VEC], a[VEC];
+        dyv[r][i] = dys(r).get(i);
+        xv[r][i] = xs(r).get(i);
+        unpack<T>(dyv[r][i], g);
+        unpack<T>(xv[r][i], a);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) dot.f[r] = fmaf(WEIGHT ? g[e] * wv[e] : g[e], a[e], dot.f[r]);
+      }
     }
-    if (grp + stride < groups) stage(row_of(grp + stride));
-    opaque(dyv);
-    opaque(xv);
-    dot = red.reduce({{dot}}, int(k)).f[0];
-    const float a_coef = rstd * rstd * dot / float(p.n);
+    if (grp + stride < groups) stage(grp + stride);
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+      opaque(dyv[r]);
+      opaque(xv[r]);
+    }
+    dot = red.reduce(dot, int(k));
+    float a_coef[RPT];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) a_coef[r] = rstd[r] * rstd[r] * dot.f[r] / float(p.n);
 
-    const RowWindow<T, ACCESS> dx(static_cast<T*>(p.dx) + row * p.dx_row, n);
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
-      float g[VEC], a[VEC], wv[VEC];
-      unpack<T>(dyv[i], g);
-      unpack<T>(xv[i], a);
+      float wv[VEC];
+      float4 t[Q];
       if constexpr (WEIGHT) {
-        wt.get(i, s.col(i), n, wv);
+        wt.get(i, s.col(i), p.n, wv);
 #pragma unroll
-        for (int q = 0; q < Q; ++q) {
-          float4 t = dw[(i * Q + q) * TPR];
-          t.x += g[4 * q] * (a[4 * q] * rstd);
-          t.y += g[4 * q + 1] * (a[4 * q + 1] * rstd);
-          t.z += g[4 * q + 2] * (a[4 * q + 2] * rstd);
-          t.w += g[4 * q + 3] * (a[4 * q + 3] * rstd);
-          dw[(i * Q + q) * TPR] = t;
-        }
+        for (int q = 0; q < Q; ++q) t[q] = dw[(i * Q + q) * TPR];
       }
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) g[e] = rstd * ((WEIGHT ? g[e] * wv[e] : g[e]) - a[e] * a_coef);
-      store_vec(dx, s.col(i), pack<T>(g));
+      for (int r = 0; r < RPT; ++r) {
+        float g[VEC], a[VEC];
+        unpack<T>(dyv[r][i], g);
+        unpack<T>(xv[r][i], a);
+        if constexpr (WEIGHT) {
+#pragma unroll
+          for (int q = 0; q < Q; ++q) {
+            t[q].x += g[4 * q] * (a[4 * q] * rstd[r]);
+            t[q].y += g[4 * q + 1] * (a[4 * q + 1] * rstd[r]);
+            t[q].z += g[4 * q + 2] * (a[4 * q + 2] * rstd[r]);
+            t[q].w += g[4 * q + 3] * (a[4 * q + 3] * rstd[r]);
+            if (r == RPT - 1) dw[(i * Q + q) * TPR] = t[q];
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          g[e] = rstd[r] * ((WEIGHT ? g[e] * wv[e] : g[e]) - a[e] * a_coef[r]);
+        store_vec(RowWindow<T, ACCESS>(static_cast<T*>(p.dx) + row_of(grp, r) * p.dx_row, n[r]),
+                  s.col(i), pack<T>(g));
+      }
     }
   }
   if constexpr (L2) red.finish();

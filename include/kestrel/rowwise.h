@@ -53,9 +53,10 @@ struct RowwiseConfig {
   int threads_per_row = 256;  // a power of two <= threads
   int cluster = 1;            // 1, 2, 4, 8 or 16; > 1 needs threads_per_row >= 32
   bool l2_group = false;      // rmsnorm_bwd, cluster > 1: a co-resident group, not a cluster
-  // rmsnorm_fwd / softmax_fwd, cluster 1, threads_per_row <= 32: rows each
-  // thread holds (1, 2, 4 or 8, at most threads_per_row), all loaded before
-  // the first reduction.
+  // Rows each thread holds, all loaded before the first reduction, which
+  // reduces them together: rmsnorm_fwd / softmax_fwd with cluster 1 and
+  // threads_per_row <= 32 (1, 2, 4 or 8, at most threads_per_row); rmsnorm_bwd
+  // (1, 2 or 4).
   int rows_per_thread = 1;
 
   std::string describe() const;  // "t256 r64 c1"; "t1024 r1024 g16" (L2 group); "t64 r16 c1 x4"

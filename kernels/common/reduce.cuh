@@ -29,11 +29,24 @@ namespace reduce {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-struct Sum {
-  static constexpr int K = 1;
-  __device__ static Floats<1> identity() { return {{0.0f}}; }
-  __device__ static Floats<1> combine(Floats<1> a, Floats<1> b) { return {{a.f[0] + b.f[0]}}; }
+// R independent sums at once (the R rows a thread holds in rmsnorm_bwd).
+template <int R>
+struct Sums {
+  static constexpr int K = R;
+  __device__ static Floats<R> identity() {
+    Floats<R> v;
+#pragma unroll
+    for (int k = 0; k < R; ++k) v.f[k] = 0.0f;
+    return v;
+  }
+  __device__ static Floats<R> combine(Floats<R> a, Floats<R> b) {
+    Floats<R> v;
+#pragma unroll
+    for (int k = 0; k < R; ++k) v.f[k] = a.f[k] + b.f[k];
+    return v;
+  }
 };
+using Sum = Sums<1>;
 
 struct Max {
   static constexpr int K = 1;
@@ -129,16 +142,29 @@ __device__ __forceinline__ void send(const Floats<K>& v, uint32_t slot, uint32_t
 // (THREADS / TPR rows, threads [r*TPR, (r+1)*TPR) hold row r) and over the
 // CLUSTER CTAs that split the row. Every thread of the row gets the result.
 //
-// Stages: warp butterfly; then, when a row spans several warps or CTAs, lane
-// 0..CLUSTER-1 of each warp writes the warp's value into slot [row][rank][warp]
-// of CTA 0..CLUSTER-1 (st.async + mbarrier; plain st.shared + __syncthreads
-// without a cluster); each warp then reads the row's CLUSTER x WARPS slots in
-// a fixed lane assignment and finishes with a butterfly.
+// Stages: warp butterfly; then, when a row spans several warps and
+// WARP_STAGE, lane 0 of each writes the warp's value into local slot
+// [row][warp], and after a barrier every warp combines the row's WARPS slots;
+// then, when a row spans several CTAs, lanes 0..CLUSTER-1 of the row's
+// sending warps (all its warps, or only the first after the warp stage) send
+// their value into slot [row][rank][warp] of CTA 0..CLUSTER-1 (st.async +
+// mbarrier), and every warp combines the row's slots. A warp combines slots
+// in a fixed lane assignment (lane l reads slot l % SLOTS when SLOTS <= 32),
+// then finishes with a butterfly.
 //
-// A kernel may reduce several times (a persistent loop over rows): the buffer
-// and mbarrier alternate with the call index, which is safe because a CTA's
-// message for call i+1 is only sent after the warp has read call i's buffer,
-// and no peer can reach call i+2 before receiving it.
+// Rows split over a cluster take the warp stage only when each CTA would
+// otherwise receive 512 or more messages per row: its barrier sits on the
+// critical path of every row. H100, against one message per warp:
+// rmsnorm_bwd bf16 N = 262144 (clusters of 16 CTAs of 32 warps per row) 84.2
+// -> 86.6% of the copy bandwidth; N = 131072 (8 x 32) 87.7 -> 82.6%,
+// softmax_bwd bf16 262144 (16 x 8) 94.5 -> 90.0%.
+//
+// A kernel may reduce several times (a persistent loop over rows): the
+// buffers and mbarrier alternate with the call index, which is safe because
+// a warp writes or sends call i+1's values only after reading call i's slots
+// (after the warp stage, a CTA's message for call i+1 leaves after its
+// barrier of call i+1, which all its warps pass after reading call i), and
+// no peer can reach call i+2 before receiving call i+1.
 // Usage: init() first (all threads), ready() before the first reduce().
 template <class Op, int THREADS, int TPR, int CLUSTER>
 struct RowReducer {
@@ -146,20 +172,23 @@ struct RowReducer {
   static constexpr int ROWS = THREADS / TPR;
   static constexpr int LANES = TPR < 32 ? TPR : 32;
   static constexpr int WARPS = TPR < 32 ? 1 : TPR / 32;  // warps per row
-  static constexpr int SLOTS = CLUSTER * WARPS;          // per row
-  static constexpr bool CROSS = SLOTS > 1;
+  static constexpr bool WARP_STAGE = WARPS > 1 && (CLUSTER == 1 || CLUSTER * WARPS >= 512);
+  static constexpr int SENDERS = WARP_STAGE ? 1 : WARPS;  // a row's warps that send to peers
+  static constexpr int SLOTS = CLUSTER * SENDERS;         // a row's messages from the cluster
   static_assert(THREADS % 32 == 0 && THREADS % TPR == 0 && (TPR & (TPR - 1)) == 0, "row shape");
   static_assert(CLUSTER == 1 || TPR >= 32, "a row split over a cluster must span whole warps");
-  static_assert(SLOTS <= 32 * 32, "at most 32 slots per lane");
   static constexpr uint32_t kTxBytes = uint32_t(ROWS * SLOTS * sizeof(Floats<K>));
 
-  Floats<K> (*buf)[ROWS][SLOTS];  // [2] buffers
-  uint64_t* bars;                 // [2] mbarriers (CLUSTER > 1)
+  Floats<K> (*warp_slots)[ROWS][WARPS];  // [2] buffers (WARP_STAGE)
+  Floats<K> (*cta_slots)[ROWS][SLOTS];   // [2] buffers (CLUSTER > 1)
+  uint64_t* bars;                        // [2] mbarriers (CLUSTER > 1)
 
   __device__ RowReducer() {
-    __shared__ Floats<K> s_buf[CROSS ? 2 : 1][ROWS][CROSS ? SLOTS : 1];
+    __shared__ Floats<K> s_warp[WARP_STAGE ? 2 : 1][ROWS][WARPS];
+    __shared__ Floats<K> s_cta[CLUSTER > 1 ? 2 : 1][ROWS][SLOTS];
     __shared__ uint64_t s_bars[2];
-    buf = reinterpret_cast<Floats<K>(*)[ROWS][SLOTS]>(s_buf);
+    warp_slots = s_warp;
+    cta_slots = s_cta;
     bars = s_bars;
   }
 
@@ -183,28 +212,39 @@ struct RowReducer {
 
   __device__ Floats<K> reduce(Floats<K> v, int call = 0) {
     v = reduce::warp_allreduce<Op, LANES>(v);
-    if constexpr (CROSS) {
-      const int lane = threadIdx.x % 32, warp = (threadIdx.x % TPR) / 32;
-      const int row = threadIdx.x / TPR;
-      Floats<K>(*b)[SLOTS] = buf[call & 1];
-      if constexpr (CLUSTER > 1) {
-        const uint32_t rank = ptx::cluster_ctarank();
-        const uint32_t bar = ptx::smem_u32(&bars[call & 1]);
-        if (lane < CLUSTER)
-          reduce::send<K>(v, ptx::smem_u32(&b[row][rank * WARPS + warp]), bar, uint32_t(lane));
-        ptx::mbarrier_wait_parity(bar, uint32_t(call >> 1) & 1u);
-        // Re-arm for call + 2; peers cannot send that before our call + 1 message.
-        if (threadIdx.x == 0) ptx::mbarrier_arrive_expect_tx(bar, kTxBytes);
-      } else {
-        if (lane == 0) b[row][warp] = v;
-        __syncthreads();
-      }
-      v = Op::identity();
-#pragma unroll
-      for (int s = lane; s < SLOTS; s += 32) v = Op::combine(v, b[row][s]);
-      v = reduce::warp_allreduce<Op, 32>(v);
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % TPR) / 32;
+    const int row = threadIdx.x / TPR;
+    if constexpr (WARP_STAGE) {
+      Floats<K>(*b)[WARPS] = warp_slots[call & 1];
+      if (lane == 0) b[row][warp] = v;
+      __syncthreads();
+      v = combine_slots<WARPS>(b[row], lane);
+    }
+    if constexpr (CLUSTER > 1) {
+      Floats<K>(*b)[SLOTS] = cta_slots[call & 1];
+      const uint32_t rank = ptx::cluster_ctarank();
+      const uint32_t bar = ptx::smem_u32(&bars[call & 1]);
+      if (warp < SENDERS && lane < CLUSTER)
+        reduce::send<K>(v, ptx::smem_u32(&b[row][rank * SENDERS + warp]), bar, uint32_t(lane));
+      ptx::mbarrier_wait_parity(bar, uint32_t(call >> 1) & 1u);
+      // Re-arm for call + 2; peers cannot send that before our call + 1 message.
+      if (threadIdx.x == 0) ptx::mbarrier_arrive_expect_tx(bar, kTxBytes);
+      v = combine_slots<SLOTS>(b[row], lane);
     }
     return v;
+  }
+
+  // The N slots combined, the same in every lane.
+  template <int N>
+  __device__ static Floats<K> combine_slots(const Floats<K> (&slot)[N], int lane) {
+    if constexpr (N <= 32) {
+      return reduce::warp_allreduce<Op, N>(slot[lane % N]);
+    } else {
+      Floats<K> v = Op::identity();
+#pragma unroll
+      for (int s = lane; s < N; s += 32) v = Op::combine(v, slot[s]);
+      return reduce::warp_allreduce<Op, 32>(v);
+    }
   }
 
   // R rows per thread (RowGeom::RPT): reduce() of each; more than one only
@@ -214,7 +254,7 @@ struct RowReducer {
     if constexpr (R == 1) {
       v[0] = reduce(v[0]);
     } else {
-      static_assert(!CROSS, "several rows per thread: warp-only rows");
+      static_assert(WARPS == 1 && CLUSTER == 1, "several rows per thread: warp-only rows");
       reduce::warp_allreduce_rows<Op, LANES>(v);
     }
   }

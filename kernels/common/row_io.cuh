@@ -56,15 +56,15 @@ struct RowWindow {
   }
 };
 
-// RPT > 1 (short rows, forward kernels): each thread holds RPT rows, ROWS
-// apart, all loaded before the first reduction, so that a row of a few
-// vectors per thread still keeps 8 of them in flight.
+// RPT > 1: each thread holds RPT rows, ROWS apart, all loaded before the
+// first reduction, which then reduces them together. Short forward rows: so
+// that a row of a few vectors per thread still keeps 8 of them in flight.
+// rmsnorm_bwd: so that a long row's cluster exchange is paid once per RPT
+// rows.
 template <int THREADS_, int TPR_, int VPT_, int CLUSTER_, int RPT_ = 1>
 struct RowGeom {
   static constexpr int THREADS = THREADS_, TPR = TPR_, VPT = VPT_, CLUSTER = CLUSTER_, RPT = RPT_;
   static constexpr int ROWS = THREADS / TPR;  // rows per CTA and pass
-  static_assert(RPT == 1 || (CLUSTER == 1 && RPT <= TPR && TPR <= 32),
-                "several rows per thread: warp-only reductions, a lane per row");
 };
 
 // This thread's place in the geometry for element type T.

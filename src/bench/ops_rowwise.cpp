@@ -53,7 +53,7 @@ struct MaybeConfig {
 MaybeConfig read_config(const Params& p) {
   MaybeConfig c;
   const bool l2 = p.values().count("l2_group") && p.integer("l2_group") != 0;  // rmsnorm_bwd
-  const int rpt = p.values().count("rpt") ? int(p.integer("rpt")) : 0;         // forward ops
+  const int rpt = p.values().count("rpt") ? int(p.integer("rpt")) : 0;
   c.set = p.integer("threads") != 0 || p.integer("tpr") != 0 || p.integer("cluster") != 0 || l2 ||
           rpt != 0;
   if (p.integer("threads")) c.cfg.threads = int(p.integer("threads"));
@@ -482,7 +482,8 @@ std::function<std::vector<std::map<std::string, std::string>>(const Params&)> co
                                            {"tpr", std::to_string(c.threads_per_row)},
                                            {"cluster", std::to_string(c.cluster)}};
       if (op == RowwiseOp::kRmsNormBwd) m["l2_group"] = c.l2_group ? "1" : "0";
-      if (op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kSoftmaxFwd)
+      if (op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kSoftmaxFwd ||
+          op == RowwiseOp::kRmsNormBwd)
         m["rpt"] = std::to_string(c.rows_per_thread);
       out.push_back(m);
     }
@@ -529,7 +530,8 @@ void register_rowwise_ops(OpRegistry& reg) {
                     ParamKind::kInt,
                     "0",
                     "1: the row's `cluster` CTAs exchange through L2, not as a cluster",
-                    {}}}),
+                    {}},
+                   rpt}),
            check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd)});
   reg.add(
       {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({rpt}),

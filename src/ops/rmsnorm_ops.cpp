@@ -194,12 +194,14 @@ Status rmsnorm_bwd(const TensorView& dy, const TensorView& x, const TensorView& 
   Scratch scratch;
   KESTREL_RETURN_IF_ERROR(
       scratch.acquire(opt.workspace, l.workspace_bytes, stream, "opt.workspace"));
-  // The L2 groups' counters (two per group), then their slots: zero, and left zero.
+  // The L2 groups' counters (two per group), then their slots (16-byte
+  // aligned: a tuple of up to 4 floats each): zero, and left zero.
   unsigned* counters = nullptr;
+  const size_t counter_words = (size_t(l.clusters) * 2 + 3) / 4 * 4;
   if (l.slots) {
     void* zeroed = nullptr;
-    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, (size_t(l.clusters) * 2 + l.slots) * 4,
-                                                 &zeroed, rt::WorkspaceUse::kCounters));
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, (counter_words + l.slots) * 4, &zeroed,
+                                                 rt::WorkspaceUse::kCounters));
     counters = static_cast<unsigned*>(zeroed);
   }
   const RmsNormBwdParams p{dy.data,
@@ -214,7 +216,7 @@ Status rmsnorm_bwd(const TensorView& dy, const TensorView& x, const TensorView& 
                            l.dw_stride,
                            m,
                            int(n),
-                           counters ? reinterpret_cast<float*>(counters + 2 * l.clusters) : nullptr,
+                           counters ? reinterpret_cast<float*>(counters + counter_words) : nullptr,
                            counters};
   KESTREL_RETURN_IF_ERROR(l.kernel(l.plan.shape(l.clusters), stream, p));
   if (!wt) return Status::Ok();

@@ -106,7 +106,8 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
     case RowwiseOp::kRmsNormBwd:
       return {"rmsnorm.cuh",
               "kestrel::rmsnorm_bwd_kernel<" + args + w + plan.template_args() + ", " +
-                  tf(v.weight) + ", " + tf(plan.cfg.l2_group) + ">",
+                  tf(v.weight) + ", " + tf(plan.cfg.l2_group) + ", " +
+                  std::to_string(plan.cfg.rows_per_thread) + ">",
               {}};
     case RowwiseOp::kSoftmaxFwd:
       return {"softmax.cuh",

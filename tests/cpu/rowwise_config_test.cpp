@@ -36,9 +36,11 @@ TEST(RowwiseConfig, HeuristicPicksAreValidMembersOfTheSpace) {
           const auto space = rowwise_config_space(op, n, t);
           EXPECT_TRUE(std::any_of(space.begin(), space.end(),
                                   [&](const RowwiseConfig& s) { return same(s, c); }));
-          // Long rows on many rows keep about 8 (rmsnorm_bwd: 4) vectors per thread.
+          // Long rows on many rows keep about 8 (rmsnorm_bwd: 2..4) vectors
+          // per thread, over all the rows it holds.
           if (m == 32768 && n >= 4096)
-            EXPECT_GE(ops::vectors_per_thread(c, n, t), op == RowwiseOp::kRmsNormBwd ? 2 : 4);
+            EXPECT_GE(ops::vectors_per_thread(c, n, t) * c.rows_per_thread,
+                      op == RowwiseOp::kRmsNormBwd ? 2 : 4);
         }
 }
 
@@ -57,6 +59,10 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   const RowwiseConfig bwd16 =
       rowwise_default_config(RowwiseOp::kRmsNormBwd, 8192, 262144, DType::kBF16, 132);
   EXPECT_TRUE(!bwd16.l2_group && bwd16.cluster == 16) << bwd16.describe();
+  // Rows of 4 CTAs' worth: 8 CTAs, two rows per thread.
+  const RowwiseConfig bwd4 =
+      rowwise_default_config(RowwiseOp::kRmsNormBwd, 16384, 65536, DType::kF32, 132);
+  EXPECT_TRUE(bwd4.l2_group && bwd4.cluster == 8 && bwd4.rows_per_thread == 2) << bwd4.describe();
   // A row just past a power of two keeps 10 vectors per thread, not 5.
   const RowwiseConfig vocab =
       rowwise_default_config(RowwiseOp::kCrossEntropyFwd, 8192, 151936, DType::kBF16, 132);
@@ -90,7 +96,21 @@ TEST(RowwiseConfig, RulesNameWhatIsWrong) {
   EXPECT_NE(err({32, 2, 1, false, 4}, 256).find("at most threads_per_row"), std::string::npos);
   EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kSoftmaxBwd, {64, 16, 1, false, 2}, 256,
                                       DType::kBF16, 227 * 1024)
-                .find("only rmsnorm_fwd and softmax_fwd"),
+                .find("only rmsnorm_fwd, softmax_fwd and rmsnorm_bwd"),
+            std::string::npos);
+  // rmsnorm_bwd: rows per thread with clusters and whole-CTA rows, up to 4.
+  EXPECT_TRUE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 16, false, 2}, 262144,
+                                        DType::kBF16, 227 * 1024)
+                  .empty());
+  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {128, 16, 1, false, 8}, 256,
+                                      DType::kBF16, 227 * 1024)
+                .find("at most 4"),
+            std::string::npos);
+  // Its staged rows count once per row a thread holds: 4 x 2 x 2 x 1024 x 16
+  // bytes of bf16 rows and 32 KiB of dweight accumulators do not fit.
+  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 16, false, 4}, 262144,
+                                      DType::kBF16, 227 * 1024)
+                .find("shared memory"),
             std::string::npos);
   EXPECT_NE(err({256, 512, 1}).find("threads_per_row"), std::string::npos);
   EXPECT_NE(err({256, 16, 2}).find("threads_per_row >= 32"), std::string::npos);

@@ -171,6 +171,22 @@ void check_rmsnorm_bwd(const Case& c) {
               "dweight");
 }
 
+void check_rmsnorm_bwd_no_weight(const Case& c) {
+  const Rows x = random_rows(c, 5), dy = random_rows(c, 6);
+  const auto rstd =
+      testing::round_f32(ref::rmsnorm_fwd(x.values.data(), nullptr, c.m, c.n, 1e-6).rstd);
+  const auto want =
+      ref::rmsnorm_bwd(dy.values.data(), x.values.data(), nullptr, rstd.data(), c.m, c.n);
+  const DeviceRows ddy = DeviceRows::input(dy), dxin = DeviceRows::input(x),
+                   dx = DeviceRows::poisoned_like(x);
+  const DeviceBuffer drstd = testing::upload_f32(rstd);
+  RmsNormOptions opt;
+  opt.config = config_of(c);
+  ASSERT_OK(rmsnorm_bwd(ddy.view, dxin.view, {}, vec_view(drstd, DType::kF32, c.m), dx.view, {},
+                        nullptr, opt));
+  EXPECT_PASS(compare_as(c.t, dx.read(), want.dx, c.n), "dx without weight");
+}
+
 TEST_P(RowwiseGpu, RmsNormBackward) {
   KESTREL_REQUIRE_GPU();
   if (GetParam().config && GetParam().config->threads < 128)
@@ -427,6 +443,24 @@ TEST(RowwiseSmallVariants, RmsNormBackwardWalksSeveralRowsPerCluster) {
   }
 }
 
+// Several rows per thread in the backward (one reduction of a tuple of sums,
+// shared dweight columns): clusters and L2 groups walking several row
+// groups, a partial last group (rows past M), rows shorter than the slice,
+// misaligned rows (element-wise), no weight.
+TEST(RowwiseSmallVariants, RmsNormBackwardRowsPerThread) {
+  KESTREL_REQUIRE_GPU();
+  for (const Case& c : {Case{DType::kBF16, 301, 32760, 0, RowwiseConfig{1024, 1024, 2, false, 2}},
+                        Case{DType::kF32, 37, 4096, 0, RowwiseConfig{256, 128, 2, false, 4}},
+                        Case{DType::kBF16, 41, 65536, 0, RowwiseConfig{1024, 1024, 4, true, 2}},
+                        Case{DType::kF16, 23, 1000, 0, RowwiseConfig{128, 32, 1, false, 4}},
+                        Case{DType::kBF16, 19, 3001, 1, RowwiseConfig{256, 64, 2, false, 2}}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " " + std::to_string(c.m) + "x" +
+                 std::to_string(c.n) + " " + c.config->describe());
+    for (int call = 0; call < 2; ++call) check_rmsnorm_bwd(c);
+  }
+  check_rmsnorm_bwd_no_weight({DType::kBF16, 77, 5000, 0, RowwiseConfig{256, 128, 2, false, 2}});
+}
+
 // The row's CTAs as a co-resident group exchanging through L2 instead of a
 // cluster: groups walking several rows (more row groups than fit), a group
 // of 16 over the longest row, one vector per CTA, no weight. Each case runs
@@ -443,20 +477,7 @@ TEST(RowwiseSmallVariants, RmsNormBackwardL2Groups) {
                  std::to_string(c.n) + " " + c.config->describe());
     for (int call = 0; call < 2; ++call) check_rmsnorm_bwd(c);
   }
-  const Case c{DType::kBF16, 7, 3000, 0, RowwiseConfig{256, 64, 4, true}};
-  const Rows x = random_rows(c, 5), dy = random_rows(c, 6);
-  const auto rstd =
-      testing::round_f32(ref::rmsnorm_fwd(x.values.data(), nullptr, c.m, c.n, 1e-6).rstd);
-  const auto want =
-      ref::rmsnorm_bwd(dy.values.data(), x.values.data(), nullptr, rstd.data(), c.m, c.n);
-  const DeviceRows ddy = DeviceRows::input(dy), dxin = DeviceRows::input(x),
-                   dx = DeviceRows::poisoned_like(x);
-  const DeviceBuffer drstd = testing::upload_f32(rstd);
-  RmsNormOptions opt;
-  opt.config = config_of(c);
-  ASSERT_OK(rmsnorm_bwd(ddy.view, dxin.view, {}, vec_view(drstd, DType::kF32, c.m), dx.view, {},
-                        nullptr, opt));
-  EXPECT_PASS(compare_as(c.t, dx.read(), want.dx, c.n), "dx without weight");
+  check_rmsnorm_bwd_no_weight({DType::kBF16, 7, 3000, 0, RowwiseConfig{256, 64, 4, true}});
 }
 
 // Per-row cross-entropy losses and lse of `dx` (the device copy of x) with
