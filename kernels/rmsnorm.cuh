@@ -323,8 +323,9 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
           g[e] = rstd[r] * ((WEIGHT ? g[e] * wv[e] : g[e]) - a[e] * a_coef[r]);
-        store_vec(RowWindow<T, ACCESS>(static_cast<T*>(p.dx) + row_of(grp, r) * p.dx_row, n[r]),
-                  s.col(i), pack<T>(g));
+        store_vec<kRowStoreStreamed>(
+            RowWindow<T, ACCESS>(static_cast<T*>(p.dx) + row_of(grp, r) * p.dx_row, n[r]), s.col(i),
+            pack<T>(g));
       }
     }
   }
