@@ -252,8 +252,8 @@ __global__ void __launch_bounds__(THREADS)
   };
   // The CTA's weight columns are the same for every row it walks: 16-bit
   // rows (2 vectors per thread at 1024 threads: 16 floats) hold them instead
-  // of reading L1 in both passes of every row. fp32 rows (4 vectors) would
-  // spill.
+  // of reading L1 in both passes of every row. fp32 rows (4 vectors), or two
+  // 16-bit rows per thread, would spill.
   const SliceWeight<W, VEC, VPT, ACCESS, WEIGHT && sizeof(T) == 2 && RPT * VPT * VEC <= 16> wt(w, s,
                                                                                                p.n);
   stage(cluster);
