@@ -79,57 +79,44 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
 }
 
 TEST(RowwiseConfig, RulesNameWhatIsWrong) {
-  const auto err = [](RowwiseConfig c, int64_t n = 4096) {
-    return ops::rowwise_config_error(RowwiseOp::kSoftmaxFwd, c, n, DType::kBF16, 227 * 1024);
+  const auto error = [](RowwiseOp op, RowwiseConfig c, int64_t n, DType t) {
+    return ops::rowwise_config_error(op, c, n, t, 227 * 1024);
+  };
+  const auto err = [&](RowwiseConfig c, int64_t n = 4096) {
+    return error(RowwiseOp::kSoftmaxFwd, c, n, DType::kBF16);
+  };
+  const auto bwd = [&](RowwiseConfig c, int64_t n, DType t = DType::kBF16) {
+    return error(RowwiseOp::kRmsNormBwd, c, n, t);
   };
   EXPECT_NE(err({100, 32, 1}).find("threads must be"), std::string::npos);
   EXPECT_NE(err({16, 16, 1}).find("threads must be"), std::string::npos);
   EXPECT_TRUE(err({32, 32, 1}).empty()) << err({32, 32, 1});
-  EXPECT_NE(
-      ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {64, 64, 1}, 4096, DType::kBF16, 227 * 1024)
-          .find("rmsnorm_bwd needs threads >= 128"),
-      std::string::npos);
+  EXPECT_NE(bwd({64, 64, 1}, 4096).find("rmsnorm_bwd needs threads >= 128"), std::string::npos);
   EXPECT_NE(err({256, 48, 1}).find("threads_per_row"), std::string::npos);
   EXPECT_TRUE(err({64, 16, 1, false, 4}, 256).empty()) << err({64, 16, 1, false, 4}, 256);
   EXPECT_NE(err({64, 16, 1, false, 3}, 256).find("rows_per_thread must be"), std::string::npos);
   EXPECT_NE(err({128, 64, 1, false, 2}).find("threads_per_row <= 32"), std::string::npos);
   EXPECT_NE(err({32, 2, 1, false, 4}, 256).find("at most threads_per_row"), std::string::npos);
-  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kSoftmaxBwd, {64, 16, 1, false, 2}, 256,
-                                      DType::kBF16, 227 * 1024)
+  EXPECT_NE(error(RowwiseOp::kSoftmaxBwd, {64, 16, 1, false, 2}, 256, DType::kBF16)
                 .find("only rmsnorm_fwd, softmax_fwd and rmsnorm_bwd"),
             std::string::npos);
   // rmsnorm_bwd: rows per thread with clusters and whole-CTA rows, up to 4.
-  EXPECT_TRUE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 16, false, 2}, 262144,
-                                        DType::kBF16, 227 * 1024)
-                  .empty());
-  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {128, 16, 1, false, 8}, 256,
-                                      DType::kBF16, 227 * 1024)
-                .find("at most 4"),
-            std::string::npos);
+  EXPECT_TRUE(bwd({1024, 1024, 16, false, 2}, 262144).empty());
+  EXPECT_NE(bwd({128, 16, 1, false, 8}, 256).find("at most 4"), std::string::npos);
   // Its staged rows count once per row a thread holds: 4 x 2 x 2 x 1024 x 16
   // bytes of bf16 rows and 32 KiB of dweight accumulators do not fit.
-  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 16, false, 4}, 262144,
-                                      DType::kBF16, 227 * 1024)
-                .find("shared memory"),
-            std::string::npos);
+  EXPECT_NE(bwd({1024, 1024, 16, false, 4}, 262144).find("shared memory"), std::string::npos);
   EXPECT_NE(err({256, 512, 1}).find("threads_per_row"), std::string::npos);
   EXPECT_NE(err({256, 16, 2}).find("threads_per_row >= 32"), std::string::npos);
   EXPECT_NE(err({256, 32, 32}).find("cluster must be"), std::string::npos);
   EXPECT_NE(err({128, 1, 1}).find("vectors per thread"), std::string::npos);
-  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 1}, 262144, DType::kF32,
-                                      227 * 1024)
-                .find("vectors per thread"),
+  EXPECT_NE(bwd({1024, 1024, 1}, 262144, DType::kF32).find("vectors per thread"),
             std::string::npos);
   EXPECT_EQ(RowwiseConfig({256, 64, 2}).describe(), "t256 r64 c2");
   // L2 groups: rmsnorm_bwd only, and only for rows split over several CTAs.
   EXPECT_NE(err({256, 256, 2, true}).find("only rmsnorm_bwd"), std::string::npos);
-  EXPECT_NE(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 1, true}, 4096,
-                                      DType::kF32, 227 * 1024)
-                .find("cluster >= 2"),
-            std::string::npos);
-  EXPECT_EQ(ops::rowwise_config_error(RowwiseOp::kRmsNormBwd, {1024, 1024, 16, true}, 262144,
-                                      DType::kF32, 227 * 1024),
-            "");
+  EXPECT_NE(bwd({1024, 1024, 1, true}, 4096, DType::kF32).find("cluster >= 2"), std::string::npos);
+  EXPECT_EQ(bwd({1024, 1024, 16, true}, 262144, DType::kF32), "");
   EXPECT_EQ(RowwiseConfig({1024, 1024, 16, true}).describe(), "t1024 r1024 g16");
 }
 
