@@ -59,6 +59,9 @@ struct RowwiseConfig {
   // (1, 2 or 4).
   int rows_per_thread = 1;
 
+  // Rows one CTA (one cluster rank) covers: threads / threads_per_row per pass, each thread
+  // holding rows_per_thread of them.
+  int rows_per_cta() const { return threads / threads_per_row * rows_per_thread; }
   std::string describe() const;  // "t256 r64 c1"; "t1024 r1024 g16" (L2 group); "t64 r16 c1 x4"
 };
 

@@ -145,7 +145,7 @@ Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
   out->dw_stride = w ? (n + 3) / 4 * 4 : 0;
   out->workspace_bytes = size_t(bound) * size_t(out->dw_stride) * sizeof(float);
   if (cfg.l2_group)
-    out->slots = size_t(out->clusters) * 2 * size_t(out->plan.rows_per_cta()) * size_t(cfg.cluster);
+    out->slots = size_t(out->clusters) * 2 * size_t(cfg.rows_per_cta()) * size_t(cfg.cluster);
   return Status::Ok();
 }
 

@@ -207,9 +207,7 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   }
   // Few rows: spread each over more CTAs (keeping >= 2 vectors per thread)
   // until the grid covers the SMs.
-  auto ctas = [&](const RowwiseConfig& k) {
-    return ceil_div(m, k.threads / k.threads_per_row * k.rows_per_thread) * k.cluster;
-  };
+  auto ctas = [&](const RowwiseConfig& k) { return ceil_div(m, k.rows_per_cta()) * k.cluster; };
   while (c.threads_per_row >= 32 && c.cluster < 16 && ctas(c) < sm_count) {
     RowwiseConfig wider = c;
     wider.cluster *= 2;

@@ -151,7 +151,7 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
   const std::string err = rowwise_config_error(op, out->cfg, n_cap, dtype, smem_limit);
   if (!err.empty()) return Status::InvalidArgument("config " + out->cfg.describe() + ": " + err);
   // The grid's x dimension carries (row groups) x (CTAs per row).
-  const int64_t ctas = (m + out->rows_per_cta() - 1) / out->rows_per_cta() * out->cfg.cluster;
+  const int64_t ctas = out->row_groups(m) * out->cfg.cluster;
   if (ctas > int64_t(0x7fffffff))
     return Status::InvalidArgument("M: " + std::to_string(m) + " rows need " +
                                    std::to_string(ctas) + " CTAs, over the grid limit 2^31-1");

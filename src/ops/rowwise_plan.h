@@ -38,8 +38,7 @@ struct RowPlan {
   RowAccess access = kRowVector;
   size_t smem_bytes = 0;  // dynamic shared memory
 
-  int rows_per_cta() const { return cfg.threads / cfg.threads_per_row * cfg.rows_per_thread; }
-  int64_t row_groups(int64_t m) const { return (m + rows_per_cta() - 1) / rows_per_cta(); }
+  int64_t row_groups(int64_t m) const { return (m + cfg.rows_per_cta() - 1) / cfg.rows_per_cta(); }
   // "THREADS, TPR, VPT, CLUSTER, ACCESS": the kernels' shared template arguments.
   std::string template_args() const;
   // One CTA per (row group, slice); `cluster_launch` false splits rows over
