@@ -1,6 +1,7 @@
 // NVFP4 batched GEMV as a check/bench op. Memory-bound: SOL is the bytes of A,
-// its scales, B and c over the copy bandwidth. Peer: cuBLAS bf16 GEMV on A
-// dequantized to bf16 once (what a PyTorch user on Hopper runs today).
+// its scales, B and c over the copy bandwidth. Peers: cuBLAS bf16 GEMV on A
+// dequantized to bf16 once (what a PyTorch user on Hopper runs today), and a
+// device memcpy of the same bytes.
 #include <memory>
 #include <string>
 #include <vector>
@@ -132,6 +133,12 @@ Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
                             DType::kBF16);
   };
   out->peers.push_back(std::move(cublas));
+  // Peer: a device memcpy moving the same bytes, at this size. Its time over
+  // the SOL is what launch, ramp and tail cost a memory-bound call this short
+  // (a fit over the seeds gave both GEMV kernels a fixed 11 us).
+  PeerLaunch copy;
+  KESTREL_RETURN_IF_ERROR(make_copy_peer(int64_t(out->work.bytes), slots, &copy));
+  out->peers.push_back(std::move(copy));
   return Status::Ok();
 }
 
