@@ -23,7 +23,6 @@ struct SplitKItems {  // mirrors kestrel::SplitKItems (kernels/common/split_k_it
 struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_wgmma.cuh
   GemvOperandArgs o;
   int* counters;
-  int* arrivals;
   float* partial;
   SplitKItems work;
   int items, ctas;
@@ -32,7 +31,7 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 320;
+constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages) { return 512 + stages * kStageBytes; }
@@ -125,14 +124,15 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   p.items = int(tiles * segs);
   p.ctas = std::min(p.items, resident);
   shape.grid = dim3(unsigned(p.ctas));
+  // Cut tiles are added once every CTA has run out of items: all CTAs must
+  // be resident together.
+  shape.cooperative = segs > 1;
 
-  // The item counters and the per-tile arrival counters (left zero by every
-  // call), and for cut tiles one slot of partial row sums per item.
+  // The counters (left zero by every call), and for cut tiles one slot of
+  // partial row sums per item.
   void* counters = nullptr;
-  KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
-      stream, (2 + (segs > 1 ? size_t(tiles) : 0)) * sizeof(int), &counters));
+  KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, 3 * sizeof(int), &counters));
   p.counters = static_cast<int*>(counters);
-  p.arrivals = p.counters + 2;
   if (segs > 1) {
     void* partial = nullptr;
     KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(p.items) * kRows * sizeof(float),
