@@ -53,9 +53,10 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
 // K: a multiple of 16, at most 65536. Scales: linear or blocked, per operand.
 // config: nullptr for the heuristic; a kWgmma config for operands that do not
 // meet its rules is an error naming the rule.
-// The kWgmma kernel keeps two workspaces per (device, stream): item counters
-// (a few bytes per row tile) and, when rows are cut into several items, their
-// partial sums (512 bytes per item); both grow on demand, stream-ordered.
+// The kWgmma kernel keeps two workspaces per (device, stream): three counters
+// (12 bytes) and, when rows are cut into several items, their partial sums
+// (512 bytes per item); both grow on demand, stream-ordered. With cut rows
+// the launch is cooperative (all CTAs resident at once).
 // Inside CUDA-graph capture a call that would need to grow one returns
 // Unsupported, so call once with the largest shape before capturing.
 Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
