@@ -295,8 +295,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         }
         // (Linear: the barrier counts one cp.async arrival per lane either way.)
         if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
-          // B: the chunk's 64 words (16 per group) become the live words of the
-          // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
+        // B: the chunk's 64 words (16 per group) become the live words of the
+        // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int q = lane + 32 * h;
