@@ -1,7 +1,7 @@
 // NVFP4 batched GEMV as a check/bench op. Memory-bound: SOL is the bytes of A,
 // its scales, B and c over the copy bandwidth. Peers: cuBLAS bf16 GEMV on A
-// dequantized to bf16 once (what a PyTorch user on Hopper runs today), and a
-// device memcpy of the same bytes.
+// dequantized to bf16 once (what a PyTorch user on Hopper runs today), a
+// device memcpy of the same bytes, and a kernel that only reads them.
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,6 +139,12 @@ Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
   PeerLaunch copy;
   KESTREL_RETURN_IF_ERROR(make_copy_peer(int64_t(out->work.bytes), slots, &copy));
   out->peers.push_back(std::move(copy));
+  // Peer: a kernel that only reads the same bytes: the floor for any GEMV of
+  // this size, launch and ramp included (BENCHMARKS.md, session 10: 24.5 /
+  // 44.8 / 14.2 us on the seeds, against SOL 22.0 / 44.1 / 11.0).
+  PeerLaunch read;
+  KESTREL_RETURN_IF_ERROR(make_read_peer(int64_t(out->work.bytes), slots, &read));
+  out->peers.push_back(std::move(read));
   return Status::Ok();
 }
 

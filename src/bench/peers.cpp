@@ -184,4 +184,19 @@ Status make_copy_peer(int64_t bytes, int slots, PeerLaunch* out) {
   return Status::Ok();
 }
 
+Status make_read_peer(int64_t bytes, int slots, PeerLaunch* out) {
+  const size_t len = (size_t(std::max<int64_t>(bytes, 16)) + 15) / 16 * 16;
+  slots = std::max(slots, 1);
+  auto buffer = std::make_shared<DeviceBuffer>();
+  KESTREL_RETURN_IF_ERROR(buffer->allocate(len * size_t(slots) + 64));
+  KESTREL_CUDA_RETURN(cudaMemset(buffer->get(), 0, buffer->size()));
+  out->name = "read";
+  out->call.slots = slots;
+  out->call.fn = [buffer, len](cudaStream_t stream, int slot) {
+    return launch_read_bytes(stream, buffer->bytes_at(len * size_t(slot)), len,
+                             buffer->bytes_at(buffer->size() - 64));
+  };
+  return Status::Ok();
+}
+
 }  // namespace kestrel::bench

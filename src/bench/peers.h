@@ -2,7 +2,8 @@
 // process on the same GPU. cuBLAS runs bf16 GEMM/GEMV on operands that were
 // dequantized once beforehand (the fast Hopper path for NVFP4 weights, at 3.6x
 // the memory); cuBLASLt runs e4m3 GEMMs; a device memcpy moving the same bytes
-// is the peer of memory-bound ops. Library handles are created once per device
+// is the peer of memory-bound ops, and a kernel that only reads them that of
+// read-mostly ones. Library handles are created once per device
 // and live for the process, so timings never include handle set-up.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -51,5 +52,10 @@ class Peers {
 // a device-to-device memcpy of bytes / 2, with `slots` rotating copies of its
 // source and destination, allocated here and owned by the returned closure.
 Status make_copy_peer(int64_t bytes, int slots, PeerLaunch* out);
+
+// The "read" peer of a read-mostly op moving `bytes`: a kernel that reads that
+// many bytes and does nothing else (launch included), with `slots` rotating
+// zeroed buffers: the floor for a kernel that must read those bytes.
+Status make_read_peer(int64_t bytes, int slots, PeerLaunch* out);
 
 }  // namespace kestrel::bench

@@ -63,20 +63,26 @@ Status Timer::flush_l2() {
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (!flush_buffer_.get()) {
     // The flush buffer is zeroed once; every flush then reads it
-    // (kernels/bench_l2_flush.cuh): L2 is left clean, not full of dirty lines
+    // (kernels/bench_read.cuh): L2 is left clean, not full of dirty lines
     // that the timed call would have to write back.
     KESTREL_RETURN_IF_ERROR(flush_buffer_.allocate(2 * size_t(dev->l2_bytes) + 64));
     KESTREL_CUDA_RETURN(cudaMemset(flush_buffer_.get(), 0, flush_buffer_.size()));
   }
+  return launch_read_bytes(stream_, flush_buffer_.get(), flush_buffer_.size() - 64,
+                           flush_buffer_.bytes_at(flush_buffer_.size() - 64));
+}
+
+Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink) {
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
-      rt::Kernel::get({"bench_l2_flush.cuh", "kestrel::l2_flush_read_kernel", {}}, &kernel));
+      rt::Kernel::get({"bench_read.cuh", "kestrel::read_bytes_kernel", {}}, &kernel));
   rt::LaunchShape shape;
   shape.block = dim3(512);
   shape.grid = dim3(unsigned(dev->sm_count * 4));
-  const unsigned long long n16 = (flush_buffer_.size() - 64) / 16;
-  void* sink = flush_buffer_.bytes_at(flush_buffer_.size() - 64);
-  return kernel(shape, stream_, static_cast<const void*>(flush_buffer_.get()), n16, sink);
+  const unsigned long long n16 = bytes / 16;
+  return kernel(shape, stream, data, n16, sink);
 }
 
 Status Timer::time(const Launchable& call, const TimerOptions& opt, Timing* out) {

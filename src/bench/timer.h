@@ -50,6 +50,11 @@ struct Timing {
 // exceed 2 x L2, capped at max_slots; 1 when one call alone already does.
 int rotation_slots(int64_t bytes_per_call, int64_t l2_bytes, int max_slots = 256);
 
+// Reads `bytes` (a multiple of 16) at `data` on `stream` and nothing else
+// (kernels/bench_read.cuh); `sink` takes 4 bytes that are written only if the
+// data is not all zero. The L2 flush and the "read" peer.
+Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink);
+
 class Timer {
  public:
   explicit Timer(cudaStream_t stream) : stream_(stream) {}

@@ -88,7 +88,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 2}, true, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 4, true}, false, false));
   append_rowwise_specs(&specs);
-  specs.push_back({"bench_l2_flush.cuh", "kestrel::l2_flush_read_kernel", {}});
+  specs.push_back({"bench_read.cuh", "kestrel::read_bytes_kernel", {}});
   return specs;
 }
 
