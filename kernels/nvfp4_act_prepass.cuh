@@ -43,53 +43,82 @@ __device__ __forceinline__ long long scale_off(const ActPrepassParams& p, int l,
 
 }  // namespace prepass
 
-// One thread per (row, 128-value block): reads 64 packed bytes and 8 scales,
-// writes 256 contiguous output bytes.
-template <bool BLOCKED>
-__global__ void __launch_bounds__(128) nvfp4_act_prepass_kernel(const __grid_constant__ ActPrepassParams p) {
+// One warp per 8 consecutive 128-value blocks of a batch's [M][Kp/128]
+// output, which is contiguous: lane 4b + t reads chunk t (16 bytes, 32
+// values, scale blocks 2t and 2t + 1) of block b with one 16-byte load (four
+// 4-byte loads where A's rows are only 4-byte aligned: VEC16 false), and
+// the warp writes its 2 KB with 16-byte stores after a transpose in shared
+// memory (output uint4 p of a block is pair p of its four chunks). One
+// thread per block, with 4-byte loads and 256-byte strided stores, ran at
+// 1.1 TB/s and took 150 us before an 8192^3 GEMM (H100).
+constexpr int kPrepassWarps = 4;
+constexpr int kPrepassBlocksPerWarp = 8;
+constexpr int kPrepassBlockWords = 64 + 4;  // 256 output bytes + 16 of padding: no bank conflicts
+
+template <bool BLOCKED, bool VEC16>
+__global__ void __launch_bounds__(kPrepassWarps * 32)
+    nvfp4_act_prepass_kernel(const __grid_constant__ ActPrepassParams p) {
   // The GEMM waits for this kernel's output with griddepcontrol.wait; until
   // then it may start its weight loads.
   ptx::griddep_launch_dependents();
-  const int l = blockIdx.y;
-  const int blocks_per_row = p.kp / 128;
-  const long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= (long long)p.m * blocks_per_row) return;
-  const int row = int(item / blocks_per_row), blk = int(item % blocks_per_row);
-  const uint8_t* src = p.x + l * p.x_batch + (long long)row * p.x_row;
-  const int row_bytes = p.k / 2;
+  __shared__ uint32_t stage[kPrepassWarps][kPrepassBlocksPerWarp * kPrepassBlockWords];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = lane / 4, t = lane % 4;
+  const int l = blockIdx.y, blocks_per_row = p.kp / 128;
+  const long long blocks = (long long)p.m * blocks_per_row;  // of this batch
+  const long long first = ((long long)blockIdx.x * kPrepassWarps + warp) * kPrepassBlocksPerWarp;
+  if (first >= blocks) return;
+  const long long g = first + b;  // this lane's block
+  uint32_t* st = stage[warp] + b * kPrepassBlockWords;
 
-  // h[t][p]: pair p (0..15) of lane chunk t (bytes 16t..16t+15 of the block).
-  uint32_t h[4][16];
+  uint32_t h[16];  // pair j of the chunk: output uint4 j, word t
 #pragma unroll
-  for (int t = 0; t < 4; ++t) {
+  for (int j = 0; j < 16; ++j) h[j] = 0;
+  const int row = int(g / blocks_per_row), blk = int(g % blocks_per_row);
+  const int byte = blk * 64 + t * 16;
+  // K is a multiple of 64 (the GEMM's rule): a chunk is wholly inside or past K.
+  if (g < blocks && byte < p.k / 2) {
+    const uint8_t* src = p.x + l * p.x_batch + (long long)row * p.x_row + byte;
+    uint32_t words[4];
+    if constexpr (VEC16) {
+      const uint4 w = *reinterpret_cast<const uint4*>(src);
+      words[0] = w.x, words[1] = w.y, words[2] = w.z, words[3] = w.w;
+    } else {
 #pragma unroll
-    for (int wi = 0; wi < 4; ++wi) {
-      const int byte = blk * 64 + t * 16 + wi * 4;
-      uint32_t q[4] = {0, 0, 0, 0};
-      if (byte < row_bytes) {
-        decode_fp4x8(*reinterpret_cast<const uint32_t*>(src + byte), q);
-        const int kb = byte / 8;
-        const __half_raw s = __nv_cvt_fp8_to_halfraw(
-            __nv_fp8_storage_t(p.sx[prepass::scale_off<BLOCKED>(p, l, row, kb)]),
-            __NV_E4M3);
-        const __half2 s2 = __half2(__half(s), __half(s));
+      for (int wi = 0; wi < 4; ++wi) words[wi] = reinterpret_cast<const uint32_t*>(src)[wi];
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const __half_raw sr = __nv_cvt_fp8_to_halfraw(
+          __nv_fp8_storage_t(p.sx[prepass::scale_off<BLOCKED>(p, l, row, byte / 8 + half)]),
+          __NV_E4M3);
+      const __half2 s2 = __half2(__half(sr), __half(sr));
+#pragma unroll
+      for (int wi = 2 * half; wi < 2 * half + 2; ++wi) {
+        uint32_t q[4];
+        decode_fp4x8(words[wi], q);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&q[j]), s2);
-          q[j] = *reinterpret_cast<const uint32_t*>(&v);
+          h[wi * 4 + j] = *reinterpret_cast<const uint32_t*>(&v);
         }
       }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) h[t][wi * 4 + j] = q[j];
     }
   }
-  // Output half2 index 8j + 4e + t holds pair 2j + e of chunk t.
-  uint4* dst = reinterpret_cast<uint4*>(p.out + ((long long)l * p.m + row) * p.kp + blk * 128);
+  // Output half2 index 8j + 4e + t holds pair 2j + e of chunk t: uint4 p
+  // (= 2j + e) of the block, word t.
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int j = 0; j < 16; ++j) st[j * 4 + t] = h[j];
+  __syncwarp();
+  uint4* dst = reinterpret_cast<uint4*>(p.out) + (l * blocks + first) * 16;
+  const long long left = blocks - first;
+  const int live = int(left < kPrepassBlocksPerWarp ? left : kPrepassBlocksPerWarp) * 16;  // uint4s
 #pragma unroll
-    for (int e = 0; e < 2; ++e)
-      dst[2 * j + e] = make_uint4(h[0][2 * j + e], h[1][2 * j + e], h[2][2 * j + e], h[3][2 * j + e]);
+  for (int i = 0; i < kPrepassBlocksPerWarp * 16 / 32; ++i) {
+    const int u = i * 32 + lane;  // uint4 u of the warp's output: block u / 16, uint4 u % 16
+    if (u < live)
+      dst[u] = *reinterpret_cast<const uint4*>(stage[warp] + (u / 16) * kPrepassBlockWords +
+                                               (u % 16) * 4);
+  }
 }
 
 }  // namespace kestrel

@@ -1,5 +1,6 @@
 #include "ops/act_prepass.h"
 
+#include <cstdint>
 #include <string>
 
 #include "ops/validate.h"
@@ -37,17 +38,24 @@ Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratc
   p.m = int(m);
   p.k = int(k);
   p.kp = int(kp);
+  // 16-byte loads where every row start is 16-byte aligned.
+  const bool vec16 = reinterpret_cast<uintptr_t>(a.values.data) % 16 == 0 &&
+                     (batches == 1 || xv.batch_stride % 16 == 0) &&
+                     (m == 1 || xv.row_stride % 16 == 0);
   rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      {"nvfp4_act_prepass.cuh",
-       std::string("kestrel::nvfp4_act_prepass_kernel<") +
-           (a.layout == ScaleLayout::kBlocked ? "true" : "false") + ">",
-       {}},
-      &kernel));
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get({"nvfp4_act_prepass.cuh",
+                       std::string("kestrel::nvfp4_act_prepass_kernel<") +
+                           (a.layout == ScaleLayout::kBlocked ? "true" : "false") + ", " +
+                           (vec16 ? "true" : "false") + ">",
+                       {}},
+                      &kernel));
   rt::LaunchShape shape;
-  const int64_t items = m * (kp / kPrepassBlockK);
-  shape.block = dim3(128);
-  shape.grid = dim3(unsigned((items + 127) / 128), unsigned(batches));
+  // One warp per kPrepassBlocksPerWarp blocks of kPrepassBlockK values.
+  const int64_t blocks = m * (kp / kPrepassBlockK);
+  shape.block = dim3(kPrepassWarps * 32);
+  const int64_t per_cta = kPrepassWarps * kPrepassBlocksPerWarp;
+  shape.grid = dim3(unsigned((blocks + per_cta - 1) / per_cta), unsigned(batches));
   return kernel(shape, stream, p);
 }
 

@@ -11,8 +11,12 @@
 namespace kestrel::ops {
 
 constexpr int64_t kPrepassBlockK = 128;
+constexpr int kPrepassWarps = 4;          // per CTA; mirrors kernels/nvfp4_act_prepass.cuh
+constexpr int kPrepassBlocksPerWarp = 8;  // blocks of kPrepassBlockK values
 
-inline int64_t prepass_kp(int64_t k) { return (k + kPrepassBlockK - 1) / kPrepassBlockK * kPrepassBlockK; }
+inline int64_t prepass_kp(int64_t k) {
+  return (k + kPrepassBlockK - 1) / kPrepassBlockK * kPrepassBlockK;
+}
 
 // `a` must already be validated. Allocates `out` on the stream.
 Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratch* out);

@@ -17,8 +17,8 @@
 #include "gpu_test.h"
 #include "kestrel/gemm.h"
 #include "random.h"
-#include "sampled_check.h"
 #include "reference/binary16.h"
+#include "sampled_check.h"
 
 namespace kestrel {
 namespace {
@@ -32,13 +32,15 @@ struct GemmCase {
   ScaleLayout a_layout, b_layout;
   DType out = DType::kF16;
   int64_t c_row_pad = 0;  // extra elements per row of C
+  int64_t a_row_gap = 0;  // extra bytes between rows of A's values
 };
 
 std::string describe(const GemmCase& c) {
   return "M" + std::to_string(c.m) + " N" + std::to_string(c.n) + " K" + std::to_string(c.k) +
          " L" + std::to_string(c.l) + (c.gpumode ? " gpumode" : " realistic") +
          " A:" + scale_layout_name(c.a_layout) + " B:" + scale_layout_name(c.b_layout) + " " +
-         dtype_name(c.out) + " pad" + std::to_string(c.c_row_pad);
+         dtype_name(c.out) + " pad" + std::to_string(c.c_row_pad) + " gap" +
+         std::to_string(c.a_row_gap);
 }
 
 struct Operands {
@@ -64,7 +66,7 @@ Operands make_operands(const GemmCase& c, uint64_t seed) {
 // Runs the GEMM on poisoned output; returns C as doubles [L][M][N].
 std::vector<double> run_gemm(const GemmCase& c, const Operands& o, const GemmConfig* cfg,
                              Status* st) {
-  DeviceNvfp4 a(o.a), b(o.b);
+  DeviceNvfp4 a(o.a, c.a_row_gap), b(o.b);
   const int64_t row = c.n + c.c_row_pad;
   DeviceBuffer out(size_t(c.l * c.m * row * 2));
   out.poison();
@@ -105,8 +107,8 @@ void check_case(const GemmCase& c, const GemmConfig* cfg = nullptr) {
       sub.push_back(got[size_t(i)]);
     }
   }
-  const auto rep = c.out == DType::kF16 ? testing::compare_fp16(sub, want)
-                                        : testing::compare_bf16(sub, want);
+  const auto rep =
+      c.out == DType::kF16 ? testing::compare_fp16(sub, want) : testing::compare_bf16(sub, want);
   EXPECT_TRUE(rep.pass) << describe(c) << (cfg ? " " + cfg->describe() : "") << ": "
                         << rep.to_string();
   const auto again = run_gemm(c, o, cfg, &st);
@@ -139,6 +141,10 @@ std::vector<GemmCase> shapes() {
       }
   v.push_back({4096, 7168, 1024, 1, false, L::kBlocked, L::kLinear});
   v.push_back({77, 200, 512, 3, false, L::kLinear, L::kLinear, DType::kBF16, 8});
+  // A's rows 4-byte aligned only (the pre-pass's 4-byte loads), or 16-byte aligned and strided.
+  v.push_back({77, 200, 512 + 64, 3, false, L::kLinear, L::kLinear, DType::kF16, 0, 4});
+  v.push_back({130, 328, 1024, 2, true, L::kBlocked, L::kLinear, DType::kF16, 0, 4});
+  v.push_back({77, 200, 512, 3, false, L::kBlocked, L::kLinear, DType::kF16, 0, 48});
   v.push_back({300, 4096, 16384, 1, true, L::kLinear, L::kLinear, DType::kBF16});
   return v;
 }
