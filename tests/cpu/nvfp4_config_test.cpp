@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "kestrel/gemm.h"
 #include "kestrel/gemv.h"
@@ -56,13 +57,29 @@ TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
   for (int64_t m : {1, 8, 16, 77, 128, 256, 512, 1000, 4096, 8192})
     for (int64_t n : {128, 200, 3072, 4096, 7168, 8192})
       for (int64_t k : {64, 1024, 2048, 7168, 16384}) {
-        for (const GemmConfig& c : {gemm_default_config(m, n, k, 1, 132),
-                                    dual_gemm_default_config(m, n, k, 1, 132)}) {
+        // Tokens fit one tile up to 256 (the dual GEMM may cut them into
+        // tiles of 128 rather than split K).
+        for (const auto& [c, tile] : {std::pair{gemm_default_config(m, n, k, 1, 132), 256},
+                                      std::pair{dual_gemm_default_config(m, n, k, 1, 132), 128}}) {
           EXPECT_TRUE(in_space(c)) << m << "x" << n << "x" << k << ": " << c.describe();
           EXPECT_LE(ops::gemm_smem_bytes(c.block_n, c.stages), ops::kGemmSmemLimit);
-          EXPECT_GE(c.block_n, std::min<int64_t>(m, 256)) << "tokens must fit one tile up to 256";
+          EXPECT_GE(c.block_n, std::min<int64_t>(m, tile)) << m << "x" << n << "x" << k;
         }
       }
+}
+
+// The dual GEMM's choice BENCHMARKS.md measured (session 11): a second tile
+// of 128 tokens rather than a K split over a cluster at M = 256; one tile of
+// 256 tokens at M = 512.
+TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
+  for (int64_t n : {3072, 4096}) {
+    const GemmConfig m256 = dual_gemm_default_config(256, n, 7168, 1, 132);
+    EXPECT_EQ(m256.block_n, 128) << m256.describe();
+    EXPECT_EQ(m256.split_k, 1) << m256.describe();
+    const GemmConfig m512 = dual_gemm_default_config(512, n, 7168, 1, 132);
+    EXPECT_EQ(m512.block_n, 256) << m512.describe();
+    EXPECT_EQ(m512.split_k, 1) << m512.describe();
+  }
 }
 
 TEST(Nvfp4Config, GemmSpaceCoversEveryTileWidth) {
