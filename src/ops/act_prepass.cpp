@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/nvfp4_kernel_specs.h"
 #include "ops/validate.h"
 #include "runtime/launcher.h"
 
@@ -44,12 +45,7 @@ Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratc
                      (m == 1 || xv.row_stride % 16 == 0);
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
-      rt::Kernel::get({"nvfp4_act_prepass.cuh",
-                       std::string("kestrel::nvfp4_act_prepass_kernel<") +
-                           (a.layout == ScaleLayout::kBlocked ? "true" : "false") + ", " +
-                           (vec16 ? "true" : "false") + ">",
-                       {}},
-                      &kernel));
+      rt::Kernel::get(act_prepass_kernel_spec(a.layout == ScaleLayout::kBlocked, vec16), &kernel));
   rt::LaunchShape shape;
   // One warp per kPrepassBlocksPerWarp blocks of kPrepassBlockK values.
   const int64_t blocks = m * (kp / kPrepassBlockK);

@@ -77,10 +77,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
   for (bool blk : {false, true})
-    specs.push_back(
-        {"nvfp4_act_prepass.cuh",
-         std::string("kestrel::nvfp4_act_prepass_kernel<") + (blk ? "true" : "false") + ">",
-         {}});
+    for (bool vec16 : {false, true}) specs.push_back(act_prepass_kernel_spec(blk, vec16));
   specs.push_back(gemm_kernel_spec(DType::kF16, {8, 8, 4}, false, false));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, false, false));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, true, false));

@@ -39,4 +39,11 @@ rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked
           {}};
 }
 
+rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16) {
+  return {"nvfp4_act_prepass.cuh",
+          std::string("kestrel::nvfp4_act_prepass_kernel<") + flag(blocked) + ", " + flag(vec16) +
+              ">",
+          {}};
+}
+
 }  // namespace kestrel::ops

@@ -12,5 +12,7 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
 rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked,
                                       bool b_blocked);
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual);
+// The GEMMs' activation pre-pass; vec16: A's rows are 16-byte aligned.
+rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16);
 
 }  // namespace kestrel::ops
