@@ -27,9 +27,12 @@ KESTREL_HD constexpr int fp4_pair_index(int q, int lo_or_hi) {
   return (q == 0 ? 0 : q == 1 ? 2 : q == 2 ? 1 : 3) + 4 * lo_or_hi;
 }
 
-KESTREL_HD void decode_fp4x8(uint32_t w, uint32_t (&h)[4]) {
+// even / odd: 0x0F0F0F0F and 0xF0F0F0F0, passed in so that a caller can
+// hold them in registers ptxas cannot see into (fp4_decode_masks).
+KESTREL_HD void decode_fp4x8(uint32_t w, uint32_t (&h)[4], uint32_t even = 0x0F0F0F0Fu,
+                             uint32_t odd = 0xF0F0F0F0u) {
   constexpr uint32_t kMask = 0x8E008E00u;  // sign bit 15, magnitude bits 11..9, per half
-  const uint32_t e = w & 0x0F0F0F0Fu, o = w & 0xF0F0F0F0u;
+  const uint32_t e = w & even, o = w & odd;
   h[0] = ((e << 9) | (e << 12)) & kMask;
   h[1] = ((e << 1) | (e << 4)) & kMask;
   h[2] = ((o << 5) | (o << 8)) & kMask;
