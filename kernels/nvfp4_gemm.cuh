@@ -98,17 +98,15 @@ struct WScales {
 // ops per word instead of 13 (the M = 128 loop time follows the consumers'
 // instruction count: H100, session 11).
 struct NibbleMasks {
-  uint32_t even, odd;
-  __device__ __forceinline__ NibbleMasks() {
-    asm volatile("mov.b32 %0, 0x0F0F0F0F;" : "=r"(even));
-    asm volatile("mov.b32 %0, 0xF0F0F0F0;" : "=r"(odd));
-  }
+  uint32_t even = ptx::opaque(0x0F0F0F0Fu), odd = ptx::opaque(0xF0F0F0F0u);
 };
 
-__device__ __forceinline__ void decode_stage(const uint8_t* w_stage, int row_g, int t,
-                                             const WScales& sc, const NibbleMasks& nm, WFrag& f) {
-  const uint4 r0 = *reinterpret_cast<const uint4*>(w_stage + row_g * 64 + t * 16);
-  const uint4 r1 = *reinterpret_cast<const uint4*>(w_stage + (row_g + 8) * 64 + t * 16);
+// w_lane: shared address of this lane's 16 bytes of row g in the stage (row
+// g + 8 is 512 bytes on).
+__device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
+                                             const NibbleMasks& nm, WFrag& f) {
+  const uint4 r0 = ptx::ld_shared_v4(w_lane);
+  const uint4 r1 = ptx::ld_shared_v4(w_lane + 8 * 64);
   const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
   const uint32_t s0[2] = {e4m3_splat_half2(sc.pair[0], 0), e4m3_splat_half2(sc.pair[0], 1)};
   const uint32_t s1[2] = {e4m3_splat_half2(sc.pair[1], 0), e4m3_splat_half2(sc.pair[1], 1)};
@@ -238,20 +236,24 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int kScaleStep = W_BLOCKED ? 1024 : 8;
     // (32-bit offsets within the batch: the host keeps a batch's scales under
     // 2^31 bytes.)
+    // Rows past N read row N - 1's scales: their weights are zeros (TMA fill)
+    // and their outputs are never stored, so no per-stage row check.
     const uint8_t* sc_l = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, 0, 0);
-    const uint32_t sc_g = uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, row_g, 2 * t));
-    const uint32_t sc_g8 = uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, row_g8, 2 * t));
-    const bool live_g = row_g < p.n, live_g8 = row_g8 < p.n;
+    const uint8_t* sc_g = ptx::opaque(
+        sc_l + uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, min(row_g, p.n - 1), 2 * t)));
+    const uint8_t* sc_g8 = ptx::opaque(
+        sc_l + uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, min(row_g8, p.n - 1), 2 * t)));
     // One 2-byte load per row (the host checks that scale addresses are
     // even). K is a multiple of 64, so blocks b0 (even) and b0 + 1 are both
-    // live or both past K.
+    // live or both past K; this lane's are live in stages kb < kb_live.
+    const int kb_live = int(ptx::opaque(uint32_t((kblocks - 2 * t + 7) / 8)));
     auto load_scales = [&](int kb, WScales& sc) {
       const uint32_t at = uint32_t(kb) * kScaleStep;
-      const bool live_k = kb * 8 + 2 * t < kblocks;
-      const unsigned short* pg = reinterpret_cast<const unsigned short*>(sc_l + (sc_g + at));
-      const unsigned short* pg8 = reinterpret_cast<const unsigned short*>(sc_l + (sc_g8 + at));
-      sc.pair[0] = live_g && live_k ? __ldg(pg) : 0u;
-      sc.pair[1] = live_g8 && live_k ? __ldg(pg8) : 0u;
+      const unsigned short* pg = reinterpret_cast<const unsigned short*>(sc_g + at);
+      const unsigned short* pg8 = reinterpret_cast<const unsigned short*>(sc_g8 + at);
+      const bool live_k = kb < kb_live;
+      sc.pair[0] = live_k ? __ldg(pg) : 0u;
+      sc.pair[1] = live_k ? __ldg(pg8) : 0u;
     };
     // The activation descriptors differ only in their start address (bits
     // 0..13, address / 16), which stays in range: built once, then offset
@@ -271,9 +273,10 @@ __global__ void __launch_bounds__(384, 1)
       ptx::wgmma_commit();
     };
     const NibbleMasks nm;
+    const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_local * 64 + t * 16);
     auto prepare = [&](int i, const WScales& sc, WFrag& f) {
       ptx::mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
-      decode_stage(w_smem + (i % STAGES) * kWStageBytes, row_local, t, sc, nm, f);
+      decode_stage(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
     };
     auto release = [&](int i) {
       if (lane == 0) ptx::mbar_arrive(&empty[i % STAGES]);
