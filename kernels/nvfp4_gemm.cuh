@@ -68,16 +68,18 @@ __device__ __forceinline__ long long scale_off(const GemmParams& p, long long ba
   }
 }
 
-// Byte `which` of a pair of e4m3 codes as a half2 of that scale twice.
-__device__ __forceinline__ uint32_t e4m3_splat_half2(uint32_t pair, int which) {
-  const uint32_t twice = __byte_perm(pair, 0, which ? 0x1111 : 0x0000);
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(twice & 0xffff), __NV_E4M3);
-  return uint32_t(h.x) | (uint32_t(h.y) << 16);
+// A pair of e4m3 codes (block 2t | block 2t + 1 << 8) as a half2, one
+// conversion; each half reaches HMUL2 as a broadcast operand (.H0_H0 /
+// .H1_H1), with no splat instructions of its own.
+__device__ __forceinline__ __half2 e4m3_pair_half2(uint32_t pair) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(pair & 0xffff), __NV_E4M3);
+  return __half2(h);
 }
 
-__device__ __forceinline__ uint32_t hmul2_u32(uint32_t a, uint32_t b) {
-  const __half2 r =
-      __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+// a * (half `which` of s, twice).
+__device__ __forceinline__ uint32_t hmul2_by_half(uint32_t a, __half2 s, int which) {
+  const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a),
+                            which ? __high2half2(s) : __low2half2(s));
   return *reinterpret_cast<const uint32_t*>(&r);
 }
 
@@ -108,8 +110,7 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
   const uint4 r0 = ptx::ld_shared_v4(w_lane);
   const uint4 r1 = ptx::ld_shared_v4(w_lane + 8 * 64);
   const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
-  const uint32_t s0[2] = {e4m3_splat_half2(sc.pair[0], 0), e4m3_splat_half2(sc.pair[0], 1)};
-  const uint32_t s1[2] = {e4m3_splat_half2(sc.pair[1], 0), e4m3_splat_half2(sc.pair[1], 1)};
+  const __half2 s0 = e4m3_pair_half2(sc.pair[0]), s1 = e4m3_pair_half2(sc.pair[1]);
 #pragma unroll
   for (int wi = 0; wi < 4; ++wi) {
     uint32_t h0[4], h1[4];
@@ -118,8 +119,8 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int pair = wi * 4 + q, j = pair / 2, e = pair % 2;
-      f.a[j][2 * e] = hmul2_u32(h0[q], s0[wi / 2]);
-      f.a[j][2 * e + 1] = hmul2_u32(h1[q], s1[wi / 2]);
+      f.a[j][2 * e] = hmul2_by_half(h0[q], s0, wi / 2);
+      f.a[j][2 * e + 1] = hmul2_by_half(h1[q], s1, wi / 2);
     }
   }
 }
