@@ -12,8 +12,11 @@
 //  - two consumer warpgroups, 64 weight rows each: every lane reads 16 bytes
 //    of two rows from shared memory, decodes them to fp16 by bit placement and
 //    scales them by the e4m3 block scale (exact), and issues wgmma with the
-//    weights as the register A operand. Decoding stage i+1 overlaps the
-//    asynchronous wgmmas of stage i (double-buffered A registers);
+//    weights as the register A operand. Stage i + 1 is decoded while stage
+//    i's wgmmas are in flight (double-buffered A registers), yet measured on
+//    the H100 the two barely overlap: the loop's time is about the wgmma
+//    time plus one SMSP issue cycle per consumer warp instruction, so every
+//    instruction taken out of the loop shows (NOTES.md, GEMM, session 11);
 //  - epilogue: alpha * acc to fp16/bf16; with SPLIT > 1 the CTAs of a cluster
 //    split K and the leader adds the others' accumulators in rank order
 //    through distributed shared memory (deterministic, no workspace).
