@@ -28,7 +28,7 @@ KESTREL_HD constexpr int fp4_pair_index(int q, int lo_or_hi) {
 }
 
 // even / odd: 0x0F0F0F0F and 0xF0F0F0F0, passed in so that a caller can
-// hold them in registers ptxas cannot see into (fp4_decode_masks).
+// hold them in registers ptxas cannot see into (the GEMM's NibbleMasks).
 KESTREL_HD void decode_fp4x8(uint32_t w, uint32_t (&h)[4], uint32_t even = 0x0F0F0F0Fu,
                              uint32_t odd = 0xF0F0F0F0u) {
   constexpr uint32_t kMask = 0x8E008E00u;  // sign bit 15, magnitude bits 11..9, per half

@@ -140,11 +140,7 @@ __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
   return v;
 }
 __device__ __forceinline__ uint4 ld_shared_v4(const void* p) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))));
-  return v;
+  return ld_shared_v4(static_cast<uint32_t>(__cvta_generic_to_shared(p)));
 }
 
 // Volatile like ld_shared_v4, so that the compiler keeps the two in program
