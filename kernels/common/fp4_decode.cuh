@@ -3,9 +3,9 @@
 // An e2m1 nibble s|e1 e0 m0 whose magnitude bits land in fp16 bits 11..9 and
 // whose sign lands in bit 15 is exactly the fp16 number e2m1 * 2^-14 (normal
 // and subnormal codes alike). Splitting the word into even and odd nibbles
-// first (E, O: each nibble alone in its byte) lets one shift pair and one
-// LOP3 place two values, 16 bits apart, with no neighbour leaking into the
-// mask: 1.6 integer ops per value.
+// first (E, O: each nibble alone in its byte) lets a shift pair and one LOP3
+// build four such high bytes in place, with no neighbour leaking into the
+// mask; PRMT then puts two of them, 16 bits apart, into each output.
 //
 // Output pairs (lo, hi half) are value indices (0,4), (2,6), (1,5), (3,7) of
 // the word: a permutation of K that every consumer applies to the other
@@ -27,16 +27,34 @@ KESTREL_HD constexpr int fp4_pair_index(int q, int lo_or_hi) {
   return (q == 0 ? 0 : q == 1 ? 2 : q == 2 ? 1 : 3) + 4 * lo_or_hi;
 }
 
+// __byte_perm on the device, its definition on the host (the CPU tests).
+KESTREL_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, selector);
+#else
+  const uint64_t xy = (uint64_t(y) << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i)
+    r |= uint32_t((xy >> (8 * ((selector >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+  return r;
+#endif
+}
+
 // even / odd: 0x0F0F0F0F and 0xF0F0F0F0, passed in so that a caller can
 // hold them in registers ptxas cannot see into (the GEMM's NibbleMasks).
+// Each nibble's fp16 high byte (magnitude to bits 3..1, sign to bit 7) is
+// built in place, four at a time, and PRMT moves bytes b and b + 2 into the
+// two halves: 11 integer ops per word.
 KESTREL_HD void decode_fp4x8(uint32_t w, uint32_t (&h)[4], uint32_t even = 0x0F0F0F0Fu,
                              uint32_t odd = 0xF0F0F0F0u) {
-  constexpr uint32_t kMask = 0x8E008E00u;  // sign bit 15, magnitude bits 11..9, per half
+  constexpr uint32_t kHighBytes = 0x8E8E8E8Eu;
   const uint32_t e = w & even, o = w & odd;
-  h[0] = ((e << 9) | (e << 12)) & kMask;
-  h[1] = ((e << 1) | (e << 4)) & kMask;
-  h[2] = ((o << 5) | (o << 8)) & kMask;
-  h[3] = ((o >> 3) | o) & kMask;
+  const uint32_t te = ((e << 1) | (e << 4)) & kHighBytes;  // values 0, 2, 4, 6
+  const uint32_t to = ((o >> 3) | o) & kHighBytes;         // values 1, 3, 5, 7
+  h[0] = byte_perm(te, 0, 0x2404);
+  h[1] = byte_perm(te, 0, 0x3414);
+  h[2] = byte_perm(to, 0, 0x2404);
+  h[3] = byte_perm(to, 0, 0x3414);
 }
 
 // e2m1 -> e4m3 by bit placement, for the fp8 tensor cores (wgmma). A nibble
