@@ -26,6 +26,7 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
+#include "common/row_io.cuh"
 #include "common/tma_pipeline.cuh"
 #include "common/wgmma.cuh"
 
@@ -311,15 +312,44 @@ __global__ void __launch_bounds__(384, 1)
       release(i + 1);
     }
 
-    OUT* c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
-    // Accumulators a4 * 4 .. a4 * 4 + 3 of this thread: token columns
-    // a4 * 8 + 2t (+1) of rows g and g + 8.
-    auto store4 = [&](int a4, float4 v, float scale) {
-      const float e4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = row_g + (e / 2) * 8, tok = tile_m * BN + a4 * 8 + 2 * t + (e % 2);
-        if (row < p.n && tok < p.m) c[(long long)tok * p.c_row + row] = OUT(e4[e] * scale);
+    // ---- output: the tile is staged in shared memory as C's layout,
+    // [token][weight row] (rows padded by 16 bytes: no bank conflicts), and
+    // leaves in 16-byte stores, each 8 rows of one token. (Storing the
+    // fragments directly took ~2 us per tile: 64 two-byte stores per thread,
+    // each touching 8 lines.) The staging area lies past the split-K flag
+    // and the dual GEMM's exchange buffer. ----
+    constexpr int kOutRowBytes = kRowsPerTile * 2 + 16;
+    static_assert(
+        1024 + (DUAL ? 128 * kAcc * 4 : 0) + BN * kOutRowBytes <= STAGES * Smem<BN>::kStageBytes,
+        "output staging");
+    uint8_t* const out_tile = smem + 1024 + (DUAL ? 128 * kAcc * 4 : 0);
+    // Accumulators a4 * 4 .. a4 * 4 + 3 of this thread (token columns a4 * 8
+    // + 2t (+1) of rows g and g + 8), times scale, into the staged tile.
+    const uint32_t stage_lane = ptx::smem_u32(out_tile) + (lane % 8) * kOutRowBytes +
+                                ((DUAL ? 0 : cw * 64) + warp * 16 + (lane / 8 % 2) * 8) * 2;
+    auto stage4 = [&](int a4, float4 v, float scale) {
+      const float top[2] = {v.x * scale, v.y * scale}, bottom[2] = {v.z * scale, v.w * scale};
+      ptx::stmatrix_x2_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(top),
+                             Elem<OUT>::from_f32(bottom));
+    };
+    // Staged tokens [tok0, tok1) of the tile to C, by `threads` threads
+    // (index `tid`) once every staging thread has passed a barrier.
+    OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
+    const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
+    auto store_staged = [&](int tok0, int tok1, int tid, int threads) {
+      constexpr int kChunks = kRowsPerTile / 8;  // 16-byte chunks per token
+      for (int i = tid; i < (tok1 - tok0) * kChunks; i += threads) {
+        const int tok = tok0 + i / kChunks, chunk = i % kChunks;
+        const int m = tile_m * BN + tok, row = tile_n * kRowsPerTile + chunk * 8;
+        if (m >= p.m || row >= p.n) continue;
+        const uint4 v = ptx::ld_shared_v4(out_tile + tok * kOutRowBytes + chunk * 16);
+        OUT* dst = c + (long long)m * p.c_row + row;
+        if (c_vec16 && row + 8 <= p.n) {
+          *reinterpret_cast<uint4*>(dst) = v;
+        } else {
+          const OUT* e = reinterpret_cast<const OUT*>(&v);
+          for (int j = 0; j < 8 && row + j < p.n; ++j) dst[j] = e[j];
+        }
       }
     };
 
@@ -357,8 +387,10 @@ __global__ void __launch_bounds__(384, 1)
           sum.z += v.z;
           sum.w += v.w;
         }
-        store4(a4, sum, p.alpha);
+        stage4(a4, sum, p.alpha);
       }
+      ptx::named_barrier(1, 256);
+      store_staged(0, BN, ct, 256);
       return;
     }
 
@@ -394,7 +426,9 @@ __global__ void __launch_bounds__(384, 1)
       ptx::cluster_sync();  // peers keep their shared memory until every rank has read it
 #pragma unroll
       for (int j = 0; j < kPer; ++j)
-        if (a4_begin + j < a4_end) store4(a4_begin + j, sum[j], p.alpha);
+        if (a4_begin + j < a4_end) stage4(a4_begin + j, sum[j], p.alpha);
+      ptx::named_barrier(1, 256);
+      store_staged(a4_begin * 8, a4_end * 8, ct, 256);
       return;
     }
 
@@ -442,9 +476,17 @@ __global__ void __launch_bounds__(384, 1)
       }
       scale = 1.0f;
     }
+    // Dual: warpgroup 1 is gone and warpgroup 0's reads of the exchange
+    // buffer are its own. Else both warpgroups must be done with the stage
+    // buffers (the split paths above have passed that point).
+    constexpr int kStoreThreads = DUAL ? 128 : 256;
+    if constexpr (!DUAL && SPLIT == 1) ptx::named_barrier(1, 256);
 #pragma unroll
     for (int a4 = 0; a4 < BN / 8; ++a4)
-      store4(a4, make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]), scale);
+      stage4(a4, make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]),
+             scale);
+    ptx::named_barrier(2, kStoreThreads);
+    store_staged(0, BN, threadIdx.x - 128, kStoreThreads);
   }
 }
 

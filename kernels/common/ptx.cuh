@@ -151,6 +151,16 @@ __device__ __forceinline__ void st_shared_v4(void* p, uint4 v) {
                "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
 }
 
+// Two 8x8 b16 matrices stored transposed: lane l holds row l / 4, columns
+// 2 (l % 4) and + 1 of each (an mma accumulator fragment); lanes 0-7 give
+// the shared addresses of matrix 0's stored rows (the fragment's columns),
+// lanes 8-15 matrix 1's.
+__device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t m0, uint32_t m1) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr),
+               "r"(m0), "r"(m1)
+               : "memory");
+}
+
 // Streaming 8-byte load (A rows that are only 8-byte aligned).
 __device__ __forceinline__ uint2 ld_stream_v2(const void* p) {
   uint2 v;
