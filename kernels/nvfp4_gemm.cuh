@@ -14,12 +14,13 @@
 //    scales them by the e4m3 block scale (exact), and issues wgmma with the
 //    weights as the register A operand. Stage i + 1 is decoded while stage
 //    i's wgmmas are in flight (double-buffered A registers), yet measured on
-//    the H100 the two barely overlap: the loop's time is about the wgmma
-//    time plus one SMSP issue cycle per consumer warp instruction, so every
-//    instruction taken out of the loop shows (NOTES.md, GEMM, session 11);
-//  - epilogue: alpha * acc to fp16/bf16; with SPLIT > 1 the CTAs of a cluster
-//    split K and the leader adds the others' accumulators in rank order
-//    through distributed shared memory (deterministic, no workspace).
+//    the H100 the two barely overlap: beside running wgmmas an SMSP issues
+//    ~0.22 ALU instructions per cycle, in any warp, so every instruction
+//    taken out of the loop shows (NOTES.md, GEMM, sessions 11 and 12);
+//  - epilogue: alpha * acc to fp16/bf16, staged in shared memory as C's
+//    layout and stored in 16-byte rows; with SPLIT > 1 the CTAs split K and
+//    their accumulators meet over distributed shared memory (a cluster) or
+//    L2, added in rank order (deterministic).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
