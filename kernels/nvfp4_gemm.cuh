@@ -333,13 +333,13 @@ __global__ void __launch_bounds__(384, 1)
       ptx::stmatrix_x2_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(top),
                              Elem<OUT>::from_f32(bottom));
     };
-    // Staged tokens [tok0, tok1) of the tile to C, by `threads` threads
-    // (index `tid`) once every staging thread has passed a barrier.
+    // Staged tokens [tok0, tok1) of the tile to C, by both consumer
+    // warpgroups once every staging thread has passed a barrier.
     OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
     const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
-    auto store_staged = [&](int tok0, int tok1, int tid, int threads) {
+    auto store_staged = [&](int tok0, int tok1) {
       constexpr int kChunks = kRowsPerTile / 8;  // 16-byte chunks per token
-      for (int i = tid; i < (tok1 - tok0) * kChunks; i += threads) {
+      for (int i = threadIdx.x - 128; i < (tok1 - tok0) * kChunks; i += 256) {
         const int tok = tok0 + i / kChunks, chunk = i % kChunks;
         const int m = tile_m * BN + tok, row = tile_n * kRowsPerTile + chunk * 8;
         if (m >= p.m || row >= p.n) continue;
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(384, 1)
         stage4(a4, sum, p.alpha);
       }
       ptx::named_barrier(1, 256);
-      store_staged(0, BN, ct, 256);
+      store_staged(0, BN);
       return;
     }
 
@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(384, 1)
       for (int j = 0; j < kPer; ++j)
         if (a4_begin + j < a4_end) stage4(a4_begin + j, sum[j], p.alpha);
       ptx::named_barrier(1, 256);
-      store_staged(a4_begin * 8, a4_end * 8, ct, 256);
+      store_staged(a4_begin * 8, a4_end * 8);
       return;
     }
 
@@ -498,7 +498,7 @@ __global__ void __launch_bounds__(384, 1)
                p.alpha);
     }
     ptx::named_barrier(2, 256);
-    store_staged(0, BN, threadIdx.x - 128, 256);
+    store_staged(0, BN);
   }
 }
 
