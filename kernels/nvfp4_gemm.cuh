@@ -489,9 +489,9 @@ __global__ void __launch_bounds__(384, 1)
         stage4(a4, make_float4(v[0], v[1], v[2], v[3]), 1.0f);
       }
     } else {
-      // Both warpgroups must be done with the stage buffers (the split
-      // paths above have passed that point).
-      if constexpr (SPLIT == 1) ptx::named_barrier(1, 256);
+      // Both warpgroups must be done with the stage buffers (the plain
+      // GEMM's split paths have returned above).
+      ptx::named_barrier(1, 256);
 #pragma unroll
       for (int a4 = 0; a4 < kAcc4; ++a4)
         stage4(a4, make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]),
