@@ -17,8 +17,9 @@
 //    the H100 the two barely overlap: beside running wgmmas an SMSP issues
 //    ~0.22 ALU instructions per cycle, in any warp, so every instruction
 //    taken out of the loop shows (NOTES.md, GEMM, sessions 11 and 12);
-//  - epilogue: alpha * acc to fp16/bf16, staged in shared memory as C's
-//    layout and stored in 16-byte rows; with SPLIT > 1 the CTAs split K and
+//  - epilogue: alpha * acc (dual: the SwiGLU of a thread's gate and up
+//    sums) to fp16/bf16, staged in shared memory as C's layout and stored in
+//    16-byte rows; with SPLIT > 1 the CTAs split K and
 //    their accumulators meet over distributed shared memory (a cluster) or
 //    L2, added in rank order (deterministic).
 #pragma once
@@ -108,12 +109,13 @@ struct NibbleMasks {
   uint32_t even = ptx::opaque(0x0F0F0F0Fu), odd = ptx::opaque(0xF0F0F0F0u);
 };
 
-// w_lane: shared address of this lane's 16 bytes of row g in the stage (row
-// g + 8 is 512 bytes on).
+// w_lane: shared address of this lane's 16 bytes of its first row in the
+// stage; its second row (the fragment's row g + 8) is ROW8_BYTES on.
+template <int ROW8_BYTES>
 __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
                                              const NibbleMasks& nm, WFrag& f) {
   const uint4 r0 = ptx::ld_shared_v4(w_lane);
-  const uint4 r1 = ptx::ld_shared_v4(w_lane + 8 * 64);
+  const uint4 r1 = ptx::ld_shared_v4(w_lane + ROW8_BYTES);
   const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
   const __half2 s0 = e4m3_pair_half2(sc.pair[0]), s1 = e4m3_pair_half2(sc.pair[1]);
 #pragma unroll
@@ -132,9 +134,12 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
 
 }  // namespace gemm
 
-// DUAL (the SwiGLU up-projection): the two consumer warpgroups take the same
-// 64 output columns of W1 and of W2 against one shared activation tile, and
-// the epilogue writes silu(alpha * acc1) * (alpha2 * acc2).
+// DUAL (the SwiGLU up-projection): a tile is 64 output columns of W1 and of
+// W2 against one shared activation tile. The fragment rows g and g + 8 of a
+// lane are one column's W1 row and W2 row (warpgroup w: columns 32w ..
+// 32w + 31), so each thread holds the gate and up sums of its outputs and
+// writes silu(alpha * gate) * (alpha2 * up) itself; the K splits are the
+// plain GEMM's.
 // SPLIT_L2: the SPLIT CTAs of a tile are not a cluster; they leave their
 // accumulators in L2 and the last to arrive adds them (no co-scheduling, so
 // any split fits in one wave); else a cluster adds them over DSMEM.
@@ -145,7 +150,6 @@ __global__ void __launch_bounds__(384, 1)
   using namespace gemm;
   using S = Smem<BN>;
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
-  static_assert(!(SPLIT_L2 && DUAL), "the dual GEMM splits K over a cluster only");
   constexpr int kAcc = BN / 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   // 1024-byte alignment for the swizzled activation atoms. (An offset from
@@ -225,12 +229,13 @@ __global__ void __launch_bounds__(384, 1)
     const int cw = wg - 1;  // consumer warpgroup: weight rows 64 cw ..
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
-    const int row_local = cw * 64 + warp * 16 + g;  // row g of this lane in the stage's W tile
-    const int row_g = tile_n * kRowsPerTile + (DUAL ? 0 : cw * 64) + warp * 16 + g;
-    const int row_g8 = row_g + 8;
-    const uint8_t* sw = (DUAL && cw == 1) ? p.sw2 : p.sw;
-    const long long sw_batch = (DUAL && cw == 1) ? p.sw2_batch : p.sw_batch;
-    const long long sw_row = (DUAL && cw == 1) ? p.sw2_row : p.sw_row;
+    // This lane's first row in the stage's W tile, and its rows of W (and
+    // W2): plain, rows g and g + 8 of the warp's 16; dual, column g of the
+    // warp's 8 in W1 (the tile's first 64 rows) and in W2 (the next 64).
+    const int row_local = DUAL ? cw * 32 + warp * 8 + g : cw * 64 + warp * 16 + g;
+    constexpr int kRow8Bytes = DUAL ? kWStageBytes / 2 : 8 * 64;
+    const int row_g = tile_n * kRowsPerTile + row_local;
+    const int row_g8 = DUAL ? row_g : row_g + 8;
     const int kblocks = p.k / 16;
     float acc[kAcc];
 #pragma unroll
@@ -244,11 +249,14 @@ __global__ void __launch_bounds__(384, 1)
     // 2^31 bytes.)
     // Rows past N read row N - 1's scales: their weights are zeros (TMA fill)
     // and their outputs are never stored, so no per-stage row check.
-    const uint8_t* sc_l = sw + scale_off<W_BLOCKED>(p, sw_batch, sw_row, l, 0, 0);
-    const uint8_t* sc_g = ptx::opaque(
-        sc_l + uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, min(row_g, p.n - 1), 2 * t)));
-    const uint8_t* sc_g8 = ptx::opaque(
-        sc_l + uint32_t(scale_off<W_BLOCKED>(p, sw_batch, sw_row, 0, min(row_g8, p.n - 1), 2 * t)));
+    auto scale_row = [&](const uint8_t* sw, long long batch, long long stride, int row) {
+      return ptx::opaque(
+          sw + scale_off<W_BLOCKED>(p, batch, stride, l, 0, 0) +
+          uint32_t(scale_off<W_BLOCKED>(p, batch, stride, 0, min(row, p.n - 1), 2 * t)));
+    };
+    const uint8_t* sc_g = scale_row(p.sw, p.sw_batch, p.sw_row, row_g);
+    const uint8_t* sc_g8 = DUAL ? scale_row(p.sw2, p.sw2_batch, p.sw2_row, row_g8)
+                                : scale_row(p.sw, p.sw_batch, p.sw_row, row_g8);
     // One 2-byte load per row (the host checks that scale addresses are
     // even). K is a multiple of 64, so blocks b0 (even) and b0 + 1 are both
     // live or both past K; this lane's are live in stages kb < kb_live.
@@ -282,7 +290,7 @@ __global__ void __launch_bounds__(384, 1)
     const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_local * 64 + t * 16);
     auto prepare = [&](int i, const WScales& sc, WFrag& f) {
       ptx::mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
-      decode_stage(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
+      decode_stage<kRow8Bytes>(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
     };
     auto release = [&](int i) {
       if (lane == 0) ptx::mbar_arrive(&empty[i % STAGES]);
@@ -314,42 +322,61 @@ __global__ void __launch_bounds__(384, 1)
     }
 
     // ---- output: the tile is staged in shared memory as C's layout,
-    // [token][weight row] (rows padded by 16 bytes: no bank conflicts), and
-    // leaves in 16-byte stores, each 8 rows of one token. (Storing the
-    // fragments directly took ~2 us per tile: 64 two-byte stores per thread,
-    // each touching 8 lines.) The staging area lies past the split-K flag
-    // and the dual GEMM's exchange buffer. ----
+    // [token][output column] (rows padded by 16 bytes: no bank conflicts),
+    // and leaves in 16-byte stores, each 8 columns of one token. (Storing
+    // the fragments directly took ~2 us per tile: 64 two-byte stores per
+    // thread, each touching 8 lines.) The staging area lies past the split-K
+    // flag. ----
+    constexpr int kAcc4 = kAcc / 4;
     constexpr int kOutRowBytes = kRowsPerTile * 2 + 16;
-    static_assert(
-        1024 + (DUAL ? 128 * kAcc * 4 : 0) + BN * kOutRowBytes <= STAGES * Smem<BN>::kStageBytes,
-        "output staging");
-    uint8_t* const out_tile = smem + 1024 + (DUAL ? 128 * kAcc * 4 : 0);
-    // Accumulators a4 * 4 .. a4 * 4 + 3 of this thread (token columns a4 * 8
-    // + 2t (+1) of rows g and g + 8), times scale, into the staged tile.
-    const uint32_t stage_lane = ptx::smem_u32(out_tile) + (lane % 8) * kOutRowBytes +
-                                ((DUAL ? 0 : cw * 64) + warp * 16 + (lane / 8 % 2) * 8) * 2;
-    auto stage4 = [&](int a4, float4 v, float scale) {
-      const float top[2] = {v.x * scale, v.y * scale}, bottom[2] = {v.z * scale, v.w * scale};
-      ptx::stmatrix_x2_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(top),
-                             Elem<OUT>::from_f32(bottom));
+    static_assert(1024 + BN * kOutRowBytes <= STAGES * Smem<BN>::kStageBytes, "output staging");
+    uint8_t* const out_tile = smem + 1024;
+    // Lanes 0-7 (and 8-15) address the staged rows of tokens a4 * 8 .. a4 *
+    // 8 + 7 at this warp's first column (plain: and 8 columns on).
+    const uint32_t stage_lane =
+        ptx::smem_u32(out_tile) + (lane % 8) * kOutRowBytes +
+        (DUAL ? cw * 32 + warp * 8 : cw * 64 + warp * 16 + (lane / 8 % 2) * 8) * 2;
+    // The K-summed accumulators a4 * 4 .. a4 * 4 + 3 of this thread (tokens
+    // a4 * 8 + 2t, +1 of fragment rows g and g + 8) as outputs, into the
+    // staged tile: plain, alpha * acc for two columns; dual, SwiGLU of the
+    // gate (row g) and up (row g + 8) sums for one column.
+    auto stage4 = [&](int a4, float4 v) {
+      if constexpr (DUAL) {
+        float out[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float gate = (e ? v.y : v.x) * p.alpha, up = (e ? v.w : v.z) * p.alpha2;
+          out[e] = __fdividef(gate, 1.0f + __expf(-gate)) * up;  // silu(gate) * up
+        }
+        ptx::stmatrix_x1_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(out));
+      } else {
+        const float top[2] = {v.x * p.alpha, v.y * p.alpha};
+        const float bottom[2] = {v.z * p.alpha, v.w * p.alpha};
+        ptx::stmatrix_x2_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(top),
+                               Elem<OUT>::from_f32(bottom));
+      }
+    };
+    auto acc4 = [&](int a4) {
+      return make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
     };
     // Staged tokens [tok0, tok1) of the tile to C, by both consumer
     // warpgroups once every staging thread has passed a barrier.
     OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
     const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
+    const int ct = threadIdx.x - 128;  // 0..255 over both consumer warpgroups
     auto store_staged = [&](int tok0, int tok1) {
       constexpr int kChunks = kRowsPerTile / 8;  // 16-byte chunks per token
-      for (int i = threadIdx.x - 128; i < (tok1 - tok0) * kChunks; i += 256) {
+      for (int i = ct; i < (tok1 - tok0) * kChunks; i += 256) {
         const int tok = tok0 + i / kChunks, chunk = i % kChunks;
-        const int m = tile_m * BN + tok, row = tile_n * kRowsPerTile + chunk * 8;
-        if (m >= p.m || row >= p.n) continue;
+        const int m = tile_m * BN + tok, col = tile_n * kRowsPerTile + chunk * 8;
+        if (m >= p.m || col >= p.n) continue;
         const uint4 v = ptx::ld_shared_v4(out_tile + tok * kOutRowBytes + chunk * 16);
-        OUT* dst = c + (long long)m * p.c_row + row;
-        if (c_vec16 && row + 8 <= p.n) {
+        OUT* dst = c + (long long)m * p.c_row + col;
+        if (c_vec16 && col + 8 <= p.n) {
           *reinterpret_cast<uint4*>(dst) = v;
         } else {
           const OUT* e = reinterpret_cast<const OUT*>(&v);
-          for (int j = 0; j < 8 && row + j < p.n; ++j) dst[j] = e[j];
+          for (int j = 0; j < 8 && col + j < p.n; ++j) dst[j] = e[j];
         }
       }
     };
@@ -358,14 +385,11 @@ __global__ void __launch_bounds__(384, 1)
       // ---- split-K through L2: every CTA leaves its accumulators in its
       // slot; the last of the tile's CTAs to arrive adds the slots in rank
       // order (the cluster path's order: the same sums) and stores ----
-      constexpr int kAcc4 = kAcc / 4;
-      const int ct = threadIdx.x - 128;
       const long long tile_id = ((long long)l * gridDim.y + tile_m) * (gridDim.x / SPLIT) + tile_n;
       float4* slots = reinterpret_cast<float4*>(p.partial) + tile_id * SPLIT * kAcc4 * 256;
 #pragma unroll
       for (int a4 = 0; a4 < kAcc4; ++a4)
-        slots[((long long)crank * kAcc4 + a4) * 256 + ct] =
-            make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
+        slots[((long long)crank * kAcc4 + a4) * 256 + ct] = acc4(a4);
       __threadfence();
       ptx::named_barrier(1, 256);  // both consumer warpgroups' slots are written
       int* last_flag = reinterpret_cast<int*>(smem);  // the drained stage buffers
@@ -388,25 +412,23 @@ __global__ void __launch_bounds__(384, 1)
           sum.z += v.z;
           sum.w += v.w;
         }
-        stage4(a4, sum, p.alpha);
+        stage4(a4, sum);
       }
       ptx::named_barrier(1, 256);
       store_staged(0, BN);
       return;
     }
 
-    if constexpr (SPLIT > 1 && !DUAL) {
+    if constexpr (SPLIT > 1) {
       // ---- split-K, reduce-scatter: every CTA of the cluster adds the
       // cluster's accumulators (in rank order) for 1/SPLIT of the tile's
-      // columns and stores them ----
-      constexpr int kAcc4 = kAcc / 4, kPer = (kAcc4 + SPLIT - 1) / SPLIT;
+      // tokens and stores them ----
+      constexpr int kPer = (kAcc4 + SPLIT - 1) / SPLIT;
       static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
       float4* red = reinterpret_cast<float4*>(smem);  // reuses the stage buffers: [kAcc4][256]
-      const int ct = threadIdx.x - 128;
       ptx::named_barrier(1, 256);  // both consumer warpgroups are done with the stages
 #pragma unroll
-      for (int a4 = 0; a4 < kAcc4; ++a4)
-        red[a4 * 256 + ct] = make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
+      for (int a4 = 0; a4 < kAcc4; ++a4) red[a4 * 256 + ct] = acc4(a4);
       ptx::cluster_sync();
       const int a4_begin = crank * kPer, a4_end = min(kAcc4, a4_begin + kPer);
       float4 sum[kPer];
@@ -427,76 +449,16 @@ __global__ void __launch_bounds__(384, 1)
       ptx::cluster_sync();  // peers keep their shared memory until every rank has read it
 #pragma unroll
       for (int j = 0; j < kPer; ++j)
-        if (a4_begin + j < a4_end) stage4(a4_begin + j, sum[j], p.alpha);
+        if (a4_begin + j < a4_end) stage4(a4_begin + j, sum[j]);
       ptx::named_barrier(1, 256);
       store_staged(a4_begin * 8, a4_end * 8);
       return;
     }
 
-    // ---- split-K: the leader adds the other CTAs' accumulators in rank order ----
-    if constexpr (SPLIT > 1) {  // dual: the leader adds the others' accumulators in rank order
-      static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
-      float* red = reinterpret_cast<float*>(smem);  // reuses the stage buffers: [kAcc][256]
-      const int ct = threadIdx.x - 128;
-      ptx::named_barrier(1, 256);  // both consumer warpgroups are done with the stages
-      if (crank != 0) {
+    // ---- epilogue: D[row][token] -> C[token][column] ----
+    ptx::named_barrier(1, 256);  // both warpgroups are done with the stage buffers
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) red[i * 256 + ct] = acc[i];
-      }
-      ptx::cluster_sync();
-      if (crank == 0) {
-        for (int r = 1; r < SPLIT; ++r) {
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i)
-            acc[i] += ptx::ld_cluster_f32(ptx::map_shared_rank(ptx::smem_u32(red + i * 256 + ct), r));
-        }
-      }
-      ptx::cluster_sync();  // peers keep their shared memory until the leader is done
-      if (crank != 0) return;
-    }
-
-    // ---- epilogue: D[row][token] -> C[token][row] ----
-    constexpr int kAcc4 = kAcc / 4;
-    if constexpr (DUAL) {
-      // SwiGLU, silu(alpha * acc1) * (alpha2 * acc2), shared by both
-      // warpgroups (one warpgroup alone took 12-24 us here: 4 warps, IEEE
-      // divisions): warpgroup 0 (the gate) finishes accumulator blocks a4 <
-      // kMine with warpgroup 1's up values, warpgroup 1 the rest with
-      // warpgroup 0's gate values, exchanged through the drained stage
-      // buffers (same thread slot, same element).
-      float* xbuf = reinterpret_cast<float*>(smem);
-      const int ct = threadIdx.x - 128 * wg;  // 0..127 in either warpgroup
-      static_assert(128 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "exchange buffer");
-      constexpr int kMine = (kAcc4 + 1) / 2;
-      auto finishes = [&](int a4) { return (a4 < kMine) == (cw == 0); };
-      ptx::named_barrier(1, 256);  // both warpgroups are done with the stages
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i)
-        if (!finishes(i / 4)) xbuf[i * 128 + ct] = acc[i];
-      ptx::named_barrier(1, 256);
-#pragma unroll
-      for (int a4 = 0; a4 < kAcc4; ++a4) {
-        if (!finishes(a4)) continue;
-        float v[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = 4 * a4 + e;
-          const float mine = acc[i], theirs = xbuf[i * 128 + ct];
-          const float gate = (cw == 0 ? mine : theirs) * p.alpha;
-          const float up = (cw == 0 ? theirs : mine) * p.alpha2;
-          v[e] = __fdividef(gate, 1.0f + __expf(-gate)) * up;  // silu(gate) * up
-        }
-        stage4(a4, make_float4(v[0], v[1], v[2], v[3]), 1.0f);
-      }
-    } else {
-      // Both warpgroups must be done with the stage buffers (the plain
-      // GEMM's split paths have returned above).
-      ptx::named_barrier(1, 256);
-#pragma unroll
-      for (int a4 = 0; a4 < kAcc4; ++a4)
-        stage4(a4, make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]),
-               p.alpha);
-    }
+    for (int a4 = 0; a4 < kAcc4; ++a4) stage4(a4, acc4(a4));
     ptx::named_barrier(2, 256);
     store_staged(0, BN);
   }

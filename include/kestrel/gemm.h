@@ -18,7 +18,7 @@ struct GemmConfig {
   int split_k = 1;    // CTAs splitting K: 1, 2, 4 or 8
   // split_k > 1: the CTAs of a tile add their accumulators through L2 (the
   // last to arrive stores) instead of forming a cluster that adds them over
-  // DSMEM; no co-scheduling, so every split fits in one wave. Plain GEMM only.
+  // DSMEM; no co-scheduling, so every split fits in one wave.
   bool split_l2 = false;
 
   // Whether the split goes through L2 (split_l2 means nothing without a split).
@@ -43,8 +43,8 @@ Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
 // The SwiGLU up-projection, fused: C = silu(A B1^T) * (A B2^T), each product
 // scaled by its global scales, fp32 epilogue. b1 and b2: L x N x K NVFP4 with
 // the same scale layout; c as for gemm_nvfp4. One activation tile feeds both.
-// block_n, stages and split_k of `config` apply as for gemm_nvfp4 (each CTA
-// covers 64 columns of C instead of 128).
+// `config` applies as for gemm_nvfp4 (a tile is 64 columns of C instead of
+// 128).
 Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
                        const TensorView& c, cudaStream_t stream,
                        const GemmConfig* config = nullptr);

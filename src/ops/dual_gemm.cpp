@@ -14,11 +14,10 @@ GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t bat
   // twice the rows gives the same tile counts.
   const GemmConfig c = gemm_default_config(m, 2 * n, k, batches, sm_count);
   if (c.split_k == 1 || c.block_n <= 128) return c;
-  // The dual GEMM's split adds the partial sums in the cluster leader alone
-  // (the gate / up hand-over needs both in one CTA), which costs more than a
-  // second token tile: the same heuristic on tiles of 128 tokens. H100,
-  // session 11: M256 N4096 K7168 bn256 split 2 74.4 us, bn128 split 1 64.0;
-  // M256 N3072 K4096 58.4 vs 45.5.
+  // A second tile of 128 tokens beats a K split of 256-token tiles (H100,
+  // session 13, splits added by reduce-scatter as in the plain GEMM): M256
+  // N3072 K4096 bn128 k1 30.0 us, bn256 k2 33.2; M256 N4096 K7168 46.4 vs
+  // 48.7.
   return gemm_default_config(128, 2 * n, k, batches * ops::ceil_div(m, 128), sm_count);
 }
 
@@ -43,9 +42,6 @@ Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View&
       config ? *config
              : dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
-  if (cfg.splits_through_l2())
-    return Status::InvalidArgument(
-        "config: split_l2 is for the plain GEMM; the dual GEMM splits K over a cluster");
   if (!config)
     KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
         shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, &cfg));

@@ -70,24 +70,24 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
   const bool split_l2 = cfg.splits_through_l2();
+  rt::LaunchShape ls =
+      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual, split_l2);
   if (split_l2) {
-    // Arrival counters (left zero by every call) and one slot of fp32
-    // accumulators per CTA: 256 threads x block_n / 2.
-    const int64_t tiles = ceil_div(shape.n, int64_t(kGemmBlockM)) *
-                          ceil_div(shape.m, int64_t(cfg.block_n)) * shape.batches;
+    // Arrival counters per tile (left zero by every call) and one slot of
+    // fp32 accumulators per CTA: 256 threads x block_n / 2.
+    const int64_t ctas = int64_t(ls.grid.x) * ls.grid.y * ls.grid.z;
     void* arrivals = nullptr;
     void* partial = nullptr;
-    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
-    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
-        stream, size_t(tiles) * cfg.split_k * 256 * (cfg.block_n / 2) * sizeof(float), &partial,
-        rt::WorkspaceUse::kScratch));
+    KESTREL_RETURN_IF_ERROR(
+        rt::stream_workspace(stream, size_t(ctas / cfg.split_k) * sizeof(int), &arrivals));
+    KESTREL_RETURN_IF_ERROR(
+        rt::stream_workspace(stream, size_t(ctas) * 256 * (cfg.block_n / 2) * sizeof(float),
+                             &partial, rt::WorkspaceUse::kScratch));
     p.arrivals = static_cast<int*>(arrivals);
     p.partial = static_cast<float*>(partial);
   }
   // Starts while the pre-pass runs: the weights' first stages load before
   // the kernel waits for the pre-pass's output (griddepcontrol).
-  rt::LaunchShape ls =
-      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual, split_l2);
   ls.overlap_previous = true;
   return kernel(ls, stream, map_w, map_w2, map_x, p);
 }
@@ -106,7 +106,7 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
     const int64_t clusters = int64_t(ls.grid.x / ls.cluster.x) * ls.grid.y * ls.grid.z;
     if (clusters <= resident) break;
     // Without a cluster the same split fits if its CTAs do (one per SM).
-    if (!dual && clusters * cfg->split_k <= dev->sm_count) {
+    if (clusters * cfg->split_k <= dev->sm_count) {
       cfg->split_l2 = true;
       break;
     }

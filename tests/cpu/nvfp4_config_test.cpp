@@ -68,9 +68,9 @@ TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
       }
 }
 
-// The dual GEMM's choice BENCHMARKS.md measured (session 11): a second tile
-// of 128 tokens rather than a K split over a cluster at M = 256; one tile of
-// 256 tokens at M = 512.
+// The dual GEMM's choice BENCHMARKS.md measured (sessions 11, 13): a second
+// tile of 128 tokens rather than a K split at M = 256; one tile of 256
+// tokens at M = 512.
 TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
   for (int64_t n : {3072, 4096}) {
     const GemmConfig m256 = dual_gemm_default_config(256, n, 7168, 1, 132);
