@@ -85,8 +85,15 @@ GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
   // Measured on an H100 (BENCHMARKS.md, 2026-11-22): the wgmma kernel is
   // ahead with many rows (M 7168 K 16384: 35.8 vs 37.7 us; M 4096 K 7168
   // L 8: 56.6 vs 63.6; M 7168 K 2048 L 4: 21.5 vs 23.3) and behind with few
-  // (M 1024 K 16384: 14.3 vs 13.6 us for the register kernel's K split).
-  return k >= 2048 && m * batches >= 4096 ? GemvKernel::kWgmma : GemvKernel::kRegister;
+  // (M 1024 K 16384: 14.3 vs 13.6 us for the register kernel's K split),
+  // and behind on mid-sized matrices of long rows (session 13, H100,
+  // register rt2 w8 against wgmma: M 8192 K 8192 20.85 vs 22.88 us, M 8192
+  // K 4096 13.23 vs 16.83, M 14336 K 4096 20.85 vs 21.92; at M 16384 K 8192
+  // 37.84 vs 36.13 and on the seeds the wgmma kernel leads).
+  const int64_t values = m * batches * k;
+  const bool mid_long_rows = k >= 4096 && values <= (int64_t(96) << 20);
+  return k >= 2048 && m * batches >= 4096 && !mid_long_rows ? GemvKernel::kWgmma
+                                                            : GemvKernel::kRegister;
 }
 
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,

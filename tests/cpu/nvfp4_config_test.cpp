@@ -51,6 +51,10 @@ TEST(Nvfp4Config, GemvKernelChoiceFollowsTheMeasurements) {
   EXPECT_EQ(gemv_default_kernel(7168, 2048, 4), GemvKernel::kWgmma);
   EXPECT_EQ(gemv_default_kernel(1024, 16384, 1), GemvKernel::kRegister);
   EXPECT_EQ(gemv_default_kernel(7168, 1024, 4), GemvKernel::kRegister);
+  // Mid-sized matrices of long rows (session 13): the register kernel.
+  EXPECT_EQ(gemv_default_kernel(8192, 8192, 1), GemvKernel::kRegister);
+  EXPECT_EQ(gemv_default_kernel(14336, 4096, 1), GemvKernel::kRegister);
+  EXPECT_EQ(gemv_default_kernel(16384, 8192, 1), GemvKernel::kWgmma);
 }
 
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
