@@ -151,10 +151,10 @@ __device__ __forceinline__ void st_shared_v4(void* p, uint4 v) {
                "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
 }
 
-// Two 8x8 b16 matrices stored transposed: lane l holds row l / 4, columns
-// 2 (l % 4) and + 1 of each (an mma accumulator fragment); lanes 0-7 give
-// the shared addresses of matrix 0's stored rows (the fragment's columns),
-// lanes 8-15 matrix 1's.
+// One (x1) or two (x2) 8x8 b16 matrices stored transposed: lane l holds row
+// l / 4, columns 2 (l % 4) and + 1 of each (an mma accumulator fragment);
+// lanes 0-7 give the shared addresses of matrix 0's stored rows (the
+// fragment's columns), lanes 8-15 matrix 1's.
 __device__ __forceinline__ void stmatrix_x1_trans(uint32_t addr, uint32_t m0) {
   asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};" ::"r"(addr), "r"(m0)
                : "memory");
