@@ -18,10 +18,13 @@
 //    ~0.22 ALU instructions per cycle, in any warp, so every instruction
 //    taken out of the loop shows (NOTES.md, GEMM, sessions 11 and 12);
 //  - epilogue: alpha * acc (dual: the SwiGLU of a thread's gate and up
-//    sums) to fp16/bf16, staged in shared memory as C's layout and stored in
-//    16-byte rows; with SPLIT > 1 the CTAs split K and
-//    their accumulators meet over distributed shared memory (a cluster) or
-//    L2, added in rank order (deterministic).
+//    sums) to fp16/bf16, staged in shared memory as C's layout and stored by
+//    TMA (or in 16-byte rows where C's layout does not allow TMA).
+// Without a K split the CTAs are persistent: each takes tiles in turn, its
+// producer loading the next tile while the consumers store the last (4096^3:
+// -3%, H100, session 14). With SPLIT > 1 a CTA takes one tile's share of K,
+// and the shares meet over distributed shared memory (a cluster) or L2,
+// added in rank order (deterministic).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -42,6 +45,8 @@ struct GemmParams {
   void* c;  // [L][M][N] fp16/bf16
   long long c_batch, c_row;
   int m, n, k;
+  int batches;   // L
+  int c_tma;     // 1: without a K split, C leaves by TMA stores (tmap_c)
   float alpha;   // global scales * 2^28 (both operands carry the decode's 2^-14)
   float alpha2;  // dual GEMM: the same for the second weight
   float* partial;  // split-K through L2: [tile][rank][BN / 8][256] float4 accumulators
@@ -146,7 +151,8 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
 template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2>
 __global__ void __launch_bounds__(384, 1)
     nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
-                      const __grid_constant__ TmaMap tmap_x, const __grid_constant__ GemmParams p) {
+                      const __grid_constant__ TmaMap tmap_x, const __grid_constant__ TmaMap tmap_c,
+                      const __grid_constant__ GemmParams p) {
   using namespace gemm;
   using S = Smem<BN>;
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
@@ -161,10 +167,24 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStageBytes);
   uint64_t* empty = full + STAGES;
 
-  const int tile_n = blockIdx.x / SPLIT;
   constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
-  const int crank = SPLIT == 1 ? 0 : SPLIT_L2 ? int(blockIdx.x % SPLIT) : int(ptx::cluster_ctarank());
-  const int tile_m = blockIdx.y, l = blockIdx.z;
+  // SPLIT == 1: persistent CTAs take tiles blockIdx.x, + gridDim.x, ... in
+  // the order weight tile, token tile, batch (a CTA's next tile loads while
+  // it stores the last). SPLIT > 1: one tile per CTA, the grid (tile_n *
+  // SPLIT + rank, tile_m, l).
+  const int tiles_n = (p.n + kRowsPerTile - 1) / kRowsPerTile, tiles_m = (p.m + BN - 1) / BN;
+  const long long n_tiles = SPLIT == 1 ? (long long)tiles_n * tiles_m * p.batches : 1;
+  const long long first_tile = SPLIT == 1 ? blockIdx.x : 0;
+  const long long tile_stride = SPLIT == 1 ? gridDim.x : 1;
+  auto tile_at = [&](long long t) {
+    if constexpr (SPLIT == 1)
+      return make_int3(int(t % tiles_n), int(t / tiles_n % tiles_m), int(t / tiles_n / tiles_m));
+    else
+      return make_int3(int(blockIdx.x / SPLIT), int(blockIdx.y), int(blockIdx.z));
+  };
+  const int crank = SPLIT == 1 ? 0
+                    : SPLIT_L2 ? int(blockIdx.x % SPLIT)
+                               : int(ptx::cluster_ctarank());
   const int k_stages = (p.k + kBK - 1) / kBK;
   const int kb_begin = int((long long)k_stages * crank / SPLIT);
   const int kb_end = int((long long)k_stages * (crank + 1) / SPLIT);
@@ -188,35 +208,43 @@ __global__ void __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
       ptx::prefetch_tma_map(&tmap_w);
       ptx::prefetch_tma_map(&tmap_x);
-      auto load_w = [&](int i) {
-        const int s = i % STAGES, kb = kb_begin + i;
+      if (p.c_tma) ptx::prefetch_tma_map(&tmap_c);  // else tmap_c is a stand-in
+      // Ring position r (counted over the CTA's tiles) holds stage kb of tile tc.
+      auto load_w = [&](int r, int kb, int3 tc) {
+        const int s = r % STAGES;
         ptx::mbar_arrive_expect_tx(&full[s], kWStageBytes + S::kXStageBytes);
         if constexpr (DUAL) {
-          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
-                           tile_n * 64, l);
+          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2), tc.x * 64,
+                           tc.z);
           ptx::tma_load_3d(w_smem + s * kWStageBytes + kWStageBytes / 2, &tmap_w2, &full[s],
-                           kb * (kBK / 2), tile_n * 64, l);
+                           kb * (kBK / 2), tc.x * 64, tc.z);
         } else {
-          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2),
-                           tile_n * kBM, l);
+          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2), tc.x * kBM,
+                           tc.z);
         }
       };
-      auto load_x = [&](int i) {
-        const int s = i % STAGES, kb = kb_begin + i;
-        uint8_t* xs = x_smem + s * S::kXStageBytes;
-        ptx::tma_load_3d(xs, &tmap_x, &full[s], kb * kBK, tile_m * BN, l);
-        ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[s], kb * kBK + 64, tile_m * BN, l);
+      auto load_x = [&](int r, int kb, int3 tc) {
+        uint8_t* xs = x_smem + (r % STAGES) * S::kXStageBytes;
+        ptx::tma_load_3d(xs, &tmap_x, &full[r % STAGES], kb * kBK, tc.y * BN, tc.z);
+        ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[r % STAGES], kb * kBK + 64, tc.y * BN,
+                         tc.z);
       };
       // The first stages' weights go out before the wait for the activation
       // pre-pass (launched ahead of this kernel, which may overlap it).
       const int first = min(STAGES, n_iters);
-      for (int i = 0; i < first; ++i) load_w(i);
+      if (first_tile < n_tiles)
+        for (int i = 0; i < first; ++i) load_w(i, kb_begin + i, tile_at(first_tile));
       ptx::griddep_wait();
-      for (int i = 0; i < first; ++i) load_x(i);
-      for (int i = first; i < n_iters; ++i) {
-        ptx::mbar_wait(&empty[i % STAGES], ((i / STAGES) + 1) & 1);
-        load_w(i);
-        load_x(i);
+      if (first_tile < n_tiles)
+        for (int i = 0; i < first; ++i) load_x(i, kb_begin + i, tile_at(first_tile));
+      int r = first;
+      for (long long t = first_tile; t < n_tiles; t += tile_stride) {
+        const int3 tc = tile_at(t);
+        for (int i = t == first_tile ? first : 0; i < n_iters; ++i, ++r) {
+          ptx::mbar_wait(&empty[r % STAGES], ((r / STAGES) + 1) & 1);
+          load_w(r, kb_begin + i, tc);
+          load_x(r, kb_begin + i, tc);
+        }
       }
     }
     if constexpr (SPLIT > 1 && !SPLIT_L2) {  // the consumers' two cluster barriers
@@ -234,49 +262,34 @@ __global__ void __launch_bounds__(384, 1)
     // warp's 8 in W1 (the tile's first 64 rows) and in W2 (the next 64).
     const int row_local = DUAL ? cw * 32 + warp * 8 + g : cw * 64 + warp * 16 + g;
     constexpr int kRow8Bytes = DUAL ? kWStageBytes / 2 : 8 * 64;
-    const int row_g = tile_n * kRowsPerTile + row_local;
-    const int row_g8 = DUAL ? row_g : row_g + 8;
     const int kblocks = p.k / 16;
-    float acc[kAcc];
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
-
     // Blocks b0 = 8 kb + 2t and b0 + 1 of a row are adjacent bytes in both
     // scale layouts, and stage kb + 1's are kScaleStep bytes on: the row
-    // offsets are computed once, not per stage.
+    // offsets are computed once per tile, not per stage.
     constexpr int kScaleStep = W_BLOCKED ? 1024 : 8;
     // (32-bit offsets within the batch: the host keeps a batch's scales under
     // 2^31 bytes.)
     // Rows past N read row N - 1's scales: their weights are zeros (TMA fill)
     // and their outputs are never stored, so no per-stage row check.
-    auto scale_row = [&](const uint8_t* sw, long long batch, long long stride, int row) {
+    auto scale_row = [&](const uint8_t* sw, long long batch, long long stride, int l, int row) {
       return ptx::opaque(
           sw + scale_off<W_BLOCKED>(p, batch, stride, l, 0, 0) +
           uint32_t(scale_off<W_BLOCKED>(p, batch, stride, 0, min(row, p.n - 1), 2 * t)));
     };
-    const uint8_t* sc_g = scale_row(p.sw, p.sw_batch, p.sw_row, row_g);
-    const uint8_t* sc_g8 = DUAL ? scale_row(p.sw2, p.sw2_batch, p.sw2_row, row_g8)
-                                : scale_row(p.sw, p.sw_batch, p.sw_row, row_g8);
     // One 2-byte load per row (the host checks that scale addresses are
     // even). K is a multiple of 64, so blocks b0 (even) and b0 + 1 are both
     // live or both past K; this lane's are live in stages kb < kb_live.
     const int kb_live = int(ptx::opaque(uint32_t((kblocks - 2 * t + 7) / 8)));
-    auto load_scales = [&](int kb, WScales& sc) {
-      const uint32_t at = uint32_t(kb) * kScaleStep;
-      const unsigned short* pg = reinterpret_cast<const unsigned short*>(sc_g + at);
-      const unsigned short* pg8 = reinterpret_cast<const unsigned short*>(sc_g8 + at);
-      const bool live_k = kb < kb_live;
-      sc.pair[0] = live_k ? __ldg(pg) : 0u;
-      sc.pair[1] = live_k ? __ldg(pg8) : 0u;
-    };
+    float acc[kAcc];
     // The activation descriptors differ only in their start address (bits
     // 0..13, address / 16), which stays in range: built once, then offset
     // per stage and step (fewer instructions in the loop, which its time
     // follows).
     const uint64_t x_desc = ptx::smem_desc_sw128(x_smem);
     const uint32_t x_desc_lo = uint32_t(x_desc), x_desc_hi = uint32_t(x_desc >> 32);
-    auto issue = [&](int i, const WFrag& f) {
-      const uint32_t stage_lo = x_desc_lo + uint32_t((i % STAGES) * (S::kXStageBytes >> 4));
+    // Ring positions are unsigned: cheaper % and / by a STAGES of 3 or 5.
+    auto issue = [&](uint32_t i, const WFrag& f) {
+      const uint32_t stage_lo = x_desc_lo + (i % STAGES) * (S::kXStageBytes >> 4);
       ptx::wgmma_fence();
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -288,179 +301,246 @@ __global__ void __launch_bounds__(384, 1)
     };
     const NibbleMasks nm;
     const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_local * 64 + t * 16);
-    auto prepare = [&](int i, const WScales& sc, WFrag& f) {
+    auto prepare = [&](uint32_t i, const WScales& sc, WFrag& f) {
       ptx::mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
       decode_stage<kRow8Bytes>(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
     };
-    auto release = [&](int i) {
+    auto release = [&](uint32_t i) {
       if (lane == 0) ptx::mbar_arrive(&empty[i % STAGES]);
     };
 
-    // Double-buffered A fragments, unrolled by two so that both stay in
-    // registers: wgmma(i) reads frag[i % 2] while frag[(i + 1) % 2] is decoded.
-    WFrag fa, fb;
-    WScales sa, sb;
-    if (n_iters > 0) {
-      load_scales(kb_begin, sa);
-      if (n_iters > 1) load_scales(kb_begin + 1, sb);
-      prepare(0, sa, fa);
-    }
-    for (int i = 0; i < n_iters; i += 2) {
-      issue(i, fa);
-      if (i + 2 < n_iters) load_scales(kb_begin + i + 2, sa);
-      if (i + 1 < n_iters) prepare(i + 1, sb, fb);
-      ptx::wgmma_wait<0>();
-      ptx::fence_regs(acc);
-      release(i);
-      if (i + 1 >= n_iters) break;
-      issue(i + 1, fb);
-      if (i + 3 < n_iters) load_scales(kb_begin + i + 3, sb);
-      if (i + 2 < n_iters) prepare(i + 2, sa, fa);
-      ptx::wgmma_wait<0>();
-      ptx::fence_regs(acc);
-      release(i + 1);
-    }
-
-    // ---- output: the tile is staged in shared memory as C's layout,
-    // [token][output column] (rows padded by 16 bytes: no bank conflicts),
-    // and leaves in 16-byte stores, each 8 columns of one token. (Storing
-    // the fragments directly took ~2 us per tile: 64 two-byte stores per
-    // thread, each touching 8 lines.) The staging area lies past the split-K
-    // flag. ----
-    constexpr int kAcc4 = kAcc / 4;
-    constexpr int kOutRowBytes = kRowsPerTile * 2 + 16;
-    static_assert(1024 + BN * kOutRowBytes <= STAGES * Smem<BN>::kStageBytes, "output staging");
-    uint8_t* const out_tile = smem + 1024;
-    // Lanes 0-7 (and 8-15) address the staged rows of tokens a4 * 8 .. a4 *
-    // 8 + 7 at this warp's first column (plain: and 8 columns on).
-    const uint32_t stage_lane =
-        ptx::smem_u32(out_tile) + (lane % 8) * kOutRowBytes +
-        (DUAL ? cw * 32 + warp * 8 : cw * 64 + warp * 16 + (lane / 8 % 2) * 8) * 2;
-    // The K-summed accumulators a4 * 4 .. a4 * 4 + 3 of this thread (tokens
-    // a4 * 8 + 2t, +1 of fragment rows g and g + 8) as outputs, into the
-    // staged tile: plain, alpha * acc for two columns; dual, SwiGLU of the
-    // gate (row g) and up (row g + 8) sums for one column.
-    auto stage4 = [&](int a4, float4 v) {
-      if constexpr (DUAL) {
-        float out[2];
+    // The thread that issues the TMA stores of C (warp 0's lane 0): its
+    // arrival for the stage they read waits for them, once it has decoded
+    // the next tile's first stage.
+    const bool store_lead = threadIdx.x == 128;
+    int held_by_store = -1;
+    // One tile whose first stage is at ring position r0.
+    auto consume_tile = [&](int3 tc, uint32_t r0) {
+      const int tile_n = tc.x, tile_m = tc.y, l = tc.z;
+      const int row_g = tile_n * kRowsPerTile + row_local;
+      const int row_g8 = DUAL ? row_g : row_g + 8;
+      const uint8_t* sc_g = scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g);
+      const uint8_t* sc_g8 = DUAL ? scale_row(p.sw2, p.sw2_batch, p.sw2_row, l, row_g8)
+                                  : scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g8);
+      auto load_scales = [&](int kb, WScales& sc) {
+        const uint32_t at = uint32_t(kb) * kScaleStep;
+        const unsigned short* pg = reinterpret_cast<const unsigned short*>(sc_g + at);
+        const unsigned short* pg8 = reinterpret_cast<const unsigned short*>(sc_g8 + at);
+        const bool live_k = kb < kb_live;
+        sc.pair[0] = live_k ? __ldg(pg) : 0u;
+        sc.pair[1] = live_k ? __ldg(pg8) : 0u;
+      };
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float gate = (e ? v.y : v.x) * p.alpha, up = (e ? v.w : v.z) * p.alpha2;
-          out[e] = __fdividef(gate, 1.0f + __expf(-gate)) * up;  // silu(gate) * up
-        }
-        ptx::stmatrix_x1_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(out));
-      } else {
-        const float top[2] = {v.x * p.alpha, v.y * p.alpha};
-        const float bottom[2] = {v.z * p.alpha, v.w * p.alpha};
-        ptx::stmatrix_x2_trans(stage_lane + a4 * 8 * kOutRowBytes, Elem<OUT>::from_f32(top),
-                               Elem<OUT>::from_f32(bottom));
+      for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+
+      // Double-buffered A fragments, unrolled by two so that both stay in
+      // registers: wgmma(i) reads frag[i % 2] while frag[(i + 1) % 2] is decoded.
+      // The tile's last stage is held: the epilogue stages its output there.
+      WFrag fa, fb;
+      WScales sa, sb;
+      if (n_iters > 0) {
+        load_scales(kb_begin, sa);
+        if (n_iters > 1) load_scales(kb_begin + 1, sb);
+        prepare(r0, sa, fa);
       }
-    };
-    auto acc4 = [&](int a4) {
-      return make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
-    };
-    // Staged tokens [tok0, tok1) of the tile to C, by both consumer
-    // warpgroups once every staging thread has passed a barrier.
-    OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
-    const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
-    const int ct = threadIdx.x - 128;  // 0..255 over both consumer warpgroups
-    auto store_staged = [&](int tok0, int tok1) {
-      constexpr int kChunks = kRowsPerTile / 8;  // 16-byte chunks per token
-      for (int i = ct; i < (tok1 - tok0) * kChunks; i += 256) {
-        const int tok = tok0 + i / kChunks, chunk = i % kChunks;
-        const int m = tile_m * BN + tok, col = tile_n * kRowsPerTile + chunk * 8;
-        if (m >= p.m || col >= p.n) continue;
-        const uint4 v = ptx::ld_shared_v4(out_tile + tok * kOutRowBytes + chunk * 16);
-        OUT* dst = c + (long long)m * p.c_row + col;
-        if (c_vec16 && col + 8 <= p.n) {
-          *reinterpret_cast<uint4*>(dst) = v;
+      if (held_by_store >= 0) {  // the last tile's TMA store has read its stage
+        ptx::bulk_wait_read<0>();
+        ptx::mbar_arrive(&empty[held_by_store]);
+        held_by_store = -1;
+      }
+      for (int i = 0; i < n_iters; i += 2) {
+        issue(r0 + i, fa);
+        if (i + 2 < n_iters) load_scales(kb_begin + i + 2, sa);
+        if (i + 1 < n_iters) prepare(r0 + i + 1, sb, fb);
+        ptx::wgmma_wait<0>();
+        ptx::fence_regs(acc);
+        if (i + 1 >= n_iters) break;
+        release(r0 + i);
+        issue(r0 + i + 1, fb);
+        if (i + 3 < n_iters) load_scales(kb_begin + i + 3, sb);
+        if (i + 2 < n_iters) prepare(r0 + i + 2, sa, fa);
+        ptx::wgmma_wait<0>();
+        ptx::fence_regs(acc);
+        if (i + 2 < n_iters) release(r0 + i + 1);
+      }
+
+      // ---- output: the tile is staged in shared memory as C's layout in
+      // TMA's 128-byte swizzle: per 64 output columns, [token][128 B] with
+      // 16-byte chunk c of a token at c ^ (token % 8) (the 8 rows of an
+      // stmatrix and the 8 chunks of a quarter warp's read meet no bank
+      // twice). Then it leaves by TMA stores or in 16-byte stores, each 8
+      // columns of one token. (Storing the fragments directly took ~2 us per
+      // tile: 64 two-byte stores per thread, each touching 8 lines.) SPLIT ==
+      // 1: in the tile's last stage, held until stored (the producer loads
+      // the next tile's first stages meanwhile); else past the split-K flag. ----
+      constexpr int kAcc4 = kAcc / 4;
+      constexpr int kHalfBytes = BN * 128;  // 64 output columns of the staged tile
+      constexpr int kHalves = kRowsPerTile / 64;
+      static_assert(SPLIT == 1 ? kHalves * kHalfBytes <= S::kXStageBytes
+                               : 1024 + kHalves * kHalfBytes <= STAGES * S::kStageBytes,
+                    "output staging");
+      const int held = int((r0 + n_iters - 1) % STAGES);
+      uint8_t* const out_tile = SPLIT == 1 ? x_smem + held * S::kXStageBytes : smem + 1024;
+      auto staged_off = [&](int tok, int chunk) {
+        return (chunk / 8) * kHalfBytes + tok * 128 + ((chunk % 8) ^ (tok % 8)) * 16;
+      };
+      // Lanes 0-7 (and 8-15) address the staged rows of tokens a4 * 8 .. a4 *
+      // 8 + 7 at this warp's first column's chunk (plain: and the next chunk).
+      const int lane_chunk = DUAL ? cw * 4 + warp : cw * 8 + warp * 2 + lane / 8 % 2;
+      const uint32_t stage_lane = ptx::smem_u32(out_tile) + staged_off(lane % 8, lane_chunk);
+      // The K-summed accumulators a4 * 4 .. a4 * 4 + 3 of this thread (tokens
+      // a4 * 8 + 2t, +1 of fragment rows g and g + 8) as outputs, into the
+      // staged tile: plain, alpha * acc for two columns; dual, SwiGLU of the
+      // gate (row g) and up (row g + 8) sums for one column.
+      auto stage4 = [&](int a4, float4 v) {
+        if constexpr (DUAL) {
+          float out[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float gate = (e ? v.y : v.x) * p.alpha, up = (e ? v.w : v.z) * p.alpha2;
+            out[e] = __fdividef(gate, 1.0f + __expf(-gate)) * up;  // silu(gate) * up
+          }
+          ptx::stmatrix_x1_trans(stage_lane + a4 * 8 * 128, Elem<OUT>::from_f32(out));
         } else {
-          const OUT* e = reinterpret_cast<const OUT*>(&v);
-          for (int j = 0; j < 8 && col + j < p.n; ++j) dst[j] = e[j];
+          const float top[2] = {v.x * p.alpha, v.y * p.alpha};
+          const float bottom[2] = {v.z * p.alpha, v.w * p.alpha};
+          ptx::stmatrix_x2_trans(stage_lane + a4 * 8 * 128, Elem<OUT>::from_f32(top),
+                                 Elem<OUT>::from_f32(bottom));
         }
+      };
+      auto acc4 = [&](int a4) {
+        return make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
+      };
+      // Staged tokens [tok0, tok1) of the tile to C, by both consumer
+      // warpgroups once every staging thread has passed a barrier.
+      OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
+      const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
+      const int ct = threadIdx.x - 128;  // 0..255 over both consumer warpgroups
+      auto store_staged = [&](int tok0, int tok1) {
+        constexpr int kChunks = kRowsPerTile / 8;  // 16-byte chunks per token
+        for (int i = ct; i < (tok1 - tok0) * kChunks; i += 256) {
+          const int tok = tok0 + i / kChunks, chunk = i % kChunks;
+          const int m = tile_m * BN + tok, col = tile_n * kRowsPerTile + chunk * 8;
+          if (m >= p.m || col >= p.n) continue;
+          const uint4 v = ptx::ld_shared_v4(out_tile + staged_off(tok, chunk));
+          OUT* dst = c + (long long)m * p.c_row + col;
+          if (c_vec16 && col + 8 <= p.n) {
+            *reinterpret_cast<uint4*>(dst) = v;
+          } else {
+            const OUT* e = reinterpret_cast<const OUT*>(&v);
+            for (int j = 0; j < 8 && col + j < p.n; ++j) dst[j] = e[j];
+          }
+        }
+      };
+
+      if constexpr (SPLIT > 1 && SPLIT_L2) {
+        // ---- split-K through L2: every CTA leaves its accumulators in its
+        // slot; the last of the tile's CTAs to arrive adds the slots in rank
+        // order (the cluster path's order: the same sums) and stores ----
+        const long long tile_id =
+            ((long long)l * gridDim.y + tile_m) * (gridDim.x / SPLIT) + tile_n;
+        float4* slots = reinterpret_cast<float4*>(p.partial) + tile_id * SPLIT * kAcc4 * 256;
+#pragma unroll
+        for (int a4 = 0; a4 < kAcc4; ++a4)
+          slots[((long long)crank * kAcc4 + a4) * 256 + ct] = acc4(a4);
+        __threadfence();
+        ptx::named_barrier(1, 256);  // both consumer warpgroups' slots are written
+        int* last_flag = reinterpret_cast<int*>(smem);  // the drained stage buffers
+        if (ct == 0) {
+          const bool last = atomicAdd(p.arrivals + tile_id, 1) == SPLIT - 1;
+          if (last) atomicExch(p.arrivals + tile_id, 0);  // ready for the next call
+          *last_flag = last;
+        }
+        ptx::named_barrier(1, 256);
+        if (!*last_flag) return;
+        __threadfence();
+#pragma unroll
+        for (int a4 = 0; a4 < kAcc4; ++a4) {
+          float4 sum = __ldcg(slots + (long long)a4 * 256 + ct);
+#pragma unroll
+          for (int r = 1; r < SPLIT; ++r) {
+            const float4 v = __ldcg(slots + ((long long)r * kAcc4 + a4) * 256 + ct);
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+          }
+          stage4(a4, sum);
+        }
+        ptx::named_barrier(1, 256);
+        store_staged(0, BN);
+        return;
+      }
+
+      if constexpr (SPLIT > 1) {
+        // ---- split-K, reduce-scatter: every CTA of the cluster adds the
+        // cluster's accumulators (in rank order) for 1/SPLIT of the tile's
+        // tokens and stores them ----
+        constexpr int kPer = (kAcc4 + SPLIT - 1) / SPLIT;
+        static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
+        float4* red = reinterpret_cast<float4*>(smem);  // reuses the stage buffers: [kAcc4][256]
+        ptx::named_barrier(1, 256);  // both consumer warpgroups are done with the stages
+#pragma unroll
+        for (int a4 = 0; a4 < kAcc4; ++a4) red[a4 * 256 + ct] = acc4(a4);
+        ptx::cluster_sync();
+        const int a4_begin = crank * kPer, a4_end = min(kAcc4, a4_begin + kPer);
+        float4 sum[kPer];
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) {
+          if (a4_begin + j >= a4_end) break;
+          const uint32_t addr = ptx::smem_u32(red + (a4_begin + j) * 256 + ct);
+          sum[j] = ptx::ld_cluster_v4f32(ptx::map_shared_rank(addr, 0));
+#pragma unroll
+          for (int r = 1; r < SPLIT; ++r) {
+            const float4 v = ptx::ld_cluster_v4f32(ptx::map_shared_rank(addr, r));
+            sum[j].x += v.x;
+            sum[j].y += v.y;
+            sum[j].z += v.z;
+            sum[j].w += v.w;
+          }
+        }
+        ptx::cluster_sync();  // peers keep their shared memory until every rank has read it
+#pragma unroll
+        for (int j = 0; j < kPer; ++j)
+          if (a4_begin + j < a4_end) stage4(a4_begin + j, sum[j]);
+        ptx::named_barrier(1, 256);
+        store_staged(a4_begin * 8, a4_end * 8);
+        return;
+      }
+
+      // ---- epilogue: D[row][token] -> C[token][column] ----
+      ptx::named_barrier(1, 256);  // both warpgroups' wgmmas are done with the held stage
+#pragma unroll
+      for (int a4 = 0; a4 < kAcc4; ++a4) stage4(a4, acc4(a4));
+      if (p.c_tma) {
+        ptx::fence_proxy_async_smem();  // the staged writes before the TMA store reads them
+        ptx::named_barrier(2, 256);
+        if (store_lead) {
+          for (int h = 0; h < kHalves; ++h)
+            ptx::tma_store_3d(&tmap_c, out_tile + h * kHalfBytes, tile_n * kRowsPerTile + h * 64,
+                              tile_m * BN, l);
+          ptx::bulk_commit();
+          held_by_store = held;  // released once the store has read it
+        } else {
+          release(held);
+        }
+      } else {
+        ptx::named_barrier(2, 256);
+        store_staged(0, BN);
+        // The staged tile's generic writes before the TMA's next writes there.
+        ptx::fence_proxy_async_smem();
+        __syncwarp();
+        release(held);
       }
     };
-
-    if constexpr (SPLIT > 1 && SPLIT_L2) {
-      // ---- split-K through L2: every CTA leaves its accumulators in its
-      // slot; the last of the tile's CTAs to arrive adds the slots in rank
-      // order (the cluster path's order: the same sums) and stores ----
-      const long long tile_id = ((long long)l * gridDim.y + tile_m) * (gridDim.x / SPLIT) + tile_n;
-      float4* slots = reinterpret_cast<float4*>(p.partial) + tile_id * SPLIT * kAcc4 * 256;
-#pragma unroll
-      for (int a4 = 0; a4 < kAcc4; ++a4)
-        slots[((long long)crank * kAcc4 + a4) * 256 + ct] = acc4(a4);
-      __threadfence();
-      ptx::named_barrier(1, 256);  // both consumer warpgroups' slots are written
-      int* last_flag = reinterpret_cast<int*>(smem);  // the drained stage buffers
-      if (ct == 0) {
-        const bool last = atomicAdd(p.arrivals + tile_id, 1) == SPLIT - 1;
-        if (last) atomicExch(p.arrivals + tile_id, 0);  // ready for the next call
-        *last_flag = last;
-      }
-      ptx::named_barrier(1, 256);
-      if (!*last_flag) return;
-      __threadfence();
-#pragma unroll
-      for (int a4 = 0; a4 < kAcc4; ++a4) {
-        float4 sum = __ldcg(slots + (long long)a4 * 256 + ct);
-#pragma unroll
-        for (int r = 1; r < SPLIT; ++r) {
-          const float4 v = __ldcg(slots + ((long long)r * kAcc4 + a4) * 256 + ct);
-          sum.x += v.x;
-          sum.y += v.y;
-          sum.z += v.z;
-          sum.w += v.w;
-        }
-        stage4(a4, sum);
-      }
-      ptx::named_barrier(1, 256);
-      store_staged(0, BN);
-      return;
+    if constexpr (SPLIT == 1) {
+      uint32_t r0 = 0;
+      for (long long tile = first_tile; tile < n_tiles; tile += tile_stride, r0 += n_iters)
+        consume_tile(tile_at(tile), r0);
+      if (store_lead) ptx::bulk_wait_read<0>();  // the last tile's store has left shared memory
+    } else {
+      consume_tile(tile_at(0), 0);
     }
-
-    if constexpr (SPLIT > 1) {
-      // ---- split-K, reduce-scatter: every CTA of the cluster adds the
-      // cluster's accumulators (in rank order) for 1/SPLIT of the tile's
-      // tokens and stores them ----
-      constexpr int kPer = (kAcc4 + SPLIT - 1) / SPLIT;
-      static_assert(256 * kAcc * 4 <= STAGES * Smem<BN>::kStageBytes, "reduction buffer");
-      float4* red = reinterpret_cast<float4*>(smem);  // reuses the stage buffers: [kAcc4][256]
-      ptx::named_barrier(1, 256);  // both consumer warpgroups are done with the stages
-#pragma unroll
-      for (int a4 = 0; a4 < kAcc4; ++a4) red[a4 * 256 + ct] = acc4(a4);
-      ptx::cluster_sync();
-      const int a4_begin = crank * kPer, a4_end = min(kAcc4, a4_begin + kPer);
-      float4 sum[kPer];
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        if (a4_begin + j >= a4_end) break;
-        const uint32_t addr = ptx::smem_u32(red + (a4_begin + j) * 256 + ct);
-        sum[j] = ptx::ld_cluster_v4f32(ptx::map_shared_rank(addr, 0));
-#pragma unroll
-        for (int r = 1; r < SPLIT; ++r) {
-          const float4 v = ptx::ld_cluster_v4f32(ptx::map_shared_rank(addr, r));
-          sum[j].x += v.x;
-          sum[j].y += v.y;
-          sum[j].z += v.z;
-          sum[j].w += v.w;
-        }
-      }
-      ptx::cluster_sync();  // peers keep their shared memory until every rank has read it
-#pragma unroll
-      for (int j = 0; j < kPer; ++j)
-        if (a4_begin + j < a4_end) stage4(a4_begin + j, sum[j]);
-      ptx::named_barrier(1, 256);
-      store_staged(a4_begin * 8, a4_end * 8);
-      return;
-    }
-
-    // ---- epilogue: D[row][token] -> C[token][column] ----
-    ptx::named_barrier(1, 256);  // both warpgroups are done with the stage buffers
-#pragma unroll
-    for (int a4 = 0; a4 < kAcc4; ++a4) stage4(a4, acc4(a4));
-    ptx::named_barrier(2, 256);
-    store_staged(0, BN);
   }
 }
 

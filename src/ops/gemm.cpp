@@ -27,6 +27,8 @@ struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
   void* c;
   long long c_batch, c_row;
   int m, n, k;
+  int batches;
+  int c_tma;
   float alpha, alpha2;
   float* partial;
   int* arrivals;
@@ -42,7 +44,7 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   const bool dual = b2 != nullptr;
   rt::StreamScratch x16;
   KESTREL_RETURN_IF_ERROR(run_act_prepass(a, stream, &x16));
-  CUtensorMap map_x, map_w, map_w2;
+  CUtensorMap map_x, map_w, map_w2, map_c;
   KESTREL_RETURN_IF_ERROR(make_activation_map(x16.get(), shape, cfg.block_n, &map_x));
   const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;
   KESTREL_RETURN_IF_ERROR(make_weight_map(b, box_rows, &map_w));
@@ -63,6 +65,10 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   p.m = int(shape.m);
   p.n = int(shape.n);
   p.k = int(shape.k);
+  p.batches = int(shape.batches);
+  // Without a K split C leaves by TMA stores where its layout allows them.
+  p.c_tma = cfg.split_k == 1 && make_output_map(c, shape, cfg.block_n, &map_c).ok();
+  if (!p.c_tma) map_c = map_x;  // unused
   p.alpha = a.global_scale * b.global_scale * kDecodeUnitSquared;
   p.alpha2 = dual ? a.global_scale * b2->global_scale * kDecodeUnitSquared : 0.0f;
 
@@ -70,8 +76,10 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
   const bool split_l2 = cfg.splits_through_l2();
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   rt::LaunchShape ls =
-      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dual, split_l2);
+      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count, dual, split_l2);
   if (split_l2) {
     // Arrival counters per tile (left zero by every call) and one slot of
     // fp32 accumulators per CTA: 256 threads x block_n / 2.
@@ -89,7 +97,7 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   // Starts while the pre-pass runs: the weights' first stages load before
   // the kernel waits for the pre-pass's output (griddepcontrol).
   ls.overlap_previous = true;
-  return kernel(ls, stream, map_w, map_w2, map_x, p);
+  return kernel(ls, stream, map_w, map_w2, map_x, map_c, p);
 }
 
 Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
@@ -98,7 +106,7 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   while (cfg->split_k > 1) {
     const rt::LaunchShape ls =
-        gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k, dual);
+        gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k, dev->sm_count, dual);
     rt::Kernel kernel;
     KESTREL_RETURN_IF_ERROR(rt::Kernel::get(gemm_kernel_spec(out, *cfg, w_blocked, dual), &kernel));
     int resident = 0;

@@ -105,6 +105,28 @@ Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUt
   return rt::make_tma_map(x16, x, out);
 }
 
+Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUtensorMap* out) {
+  const int64_t row_bytes = s.c_row * 2;
+  // With one batch its stride is free: any multiple of 16 bytes serves.
+  const int64_t batch_bytes = s.batches == 1 ? row_bytes * s.m : s.c_batch * 2;
+  if (reinterpret_cast<uintptr_t>(c.data) % 16 != 0 || row_bytes % 16 != 0 || batch_bytes % 16 != 0)
+    return Status::InvalidArgument("c: TMA stores need 16-byte aligned rows and batches");
+  rt::TmaMapSpec spec;
+  spec.dtype =
+      c.dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  spec.rank = 3;
+  spec.dims[0] = uint64_t(s.n);
+  spec.dims[1] = uint64_t(s.m);
+  spec.dims[2] = uint64_t(s.batches);
+  spec.strides_bytes[0] = uint64_t(row_bytes);
+  spec.strides_bytes[1] = uint64_t(batch_bytes);
+  spec.box[0] = 64;  // one 128-byte swizzle row
+  spec.box[1] = uint32_t(block_n);
+  spec.box[2] = 1;
+  spec.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  return rt::make_tma_map(c.data, spec, out);
+}
+
 void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) {
   *batch = *row = 0;
   if (b.layout != ScaleLayout::kLinear) return;
@@ -114,10 +136,14 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) 
 }
 
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  bool dual, bool split_l2) {
+                                  int sm_count, bool dual, bool split_l2) {
   rt::LaunchShape shape;
-  shape.grid = dim3(unsigned(ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM) * split_k),
-                    unsigned(ceil_div(s.m, block_n)), unsigned(s.batches));
+  const int64_t tiles_n = ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM);
+  const int64_t tiles_m = ceil_div(s.m, block_n);
+  if (split_k == 1)
+    shape.grid = dim3(unsigned(std::min<int64_t>(tiles_n * tiles_m * s.batches, sm_count)));
+  else
+    shape.grid = dim3(unsigned(tiles_n * split_k), unsigned(tiles_m), unsigned(s.batches));
   shape.block = dim3(384);
   shape.cluster = dim3(split_l2 ? 1u : unsigned(split_k), 1, 1);
   shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages));

@@ -40,11 +40,16 @@ Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceI
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
 // The TMA map of packed weights, `box_rows` rows per load (128; 64 for dual).
 Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
+// The TMA map that stores C (64 columns x block_n tokens per store);
+// fails where C's base or strides are not 16-byte aligned.
+Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUtensorMap* out);
 void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 
-// dual: the SwiGLU variant (64 output columns per CTA).
+// dual: the SwiGLU variant (64 output columns per CTA). Without a K split
+// the CTAs are persistent, one per SM at most; with one, a CTA per tile and
+// rank.
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  bool dual = false, bool split_l2 = false);
+                                  int sm_count, bool dual = false, bool split_l2 = false);
 
 // Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
 // with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.

@@ -146,6 +146,20 @@ TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
   }
 }
 
+// Persistent CTAs (no K split) over ~8 tiles each, 3-stage tiles against
+// rings of 2 and 8; C by TMA stores, or (N = 1004: rows not 16-byte
+// aligned) by the threads' stores.
+TEST(DualGemmGpuConfigs, PersistentCtasTakeManyTiles) {
+  KESTREL_REQUIRE_GPU();
+  for (int64_t n : {1000, 1004}) {
+    const DualCase c{1000, n, 320, true, ScaleLayout::kBlocked, ScaleLayout::kBlocked};
+    for (const GemmConfig& cfg : {GemmConfig{16, 2, 1}, GemmConfig{16, 8, 1}}) {
+      SCOPED_TRACE(cfg.describe());
+      check_case(c, &cfg);
+    }
+  }
+}
+
 TEST(DualGemmGpuGolden, MatchesGoldenCases) {
   KESTREL_REQUIRE_GPU();
   if (!testing::golden_available()) GTEST_SKIP() << "skipped: golden vectors not found";

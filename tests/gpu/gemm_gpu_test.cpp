@@ -174,6 +174,23 @@ TEST(GemmGpuConfigs, EveryConfigFamilyMatchesReference) {
   }
 }
 
+// Without a K split the CTAs are persistent: here each takes ~11 tiles of a
+// batched, ragged problem, with tiles of 3 stages against rings of 2, 8
+// and 3. C leaves by TMA stores, or (rows of 1001 elements, not 16-byte
+// aligned) by the threads' stores.
+TEST(GemmGpuConfigs, PersistentCtasTakeManyTiles) {
+  KESTREL_REQUIRE_GPU();
+  using L = ScaleLayout;
+  for (const GemmCase& c :
+       {GemmCase{1000, 1000, 320, 3, true, L::kBlocked, L::kLinear},
+        GemmCase{1000, 1000, 320, 3, false, L::kLinear, L::kLinear, DType::kBF16, 1}})
+    for (const GemmConfig& cfg :
+         {GemmConfig{16, 2, 1}, GemmConfig{32, 8, 1}, GemmConfig{256, 3, 1}}) {
+      SCOPED_TRACE(cfg.describe());
+      check_case(c, &cfg);
+    }
+}
+
 TEST(GemmGpuGolden, MatchesGoldenCases) {
   KESTREL_REQUIRE_GPU();
   if (!testing::golden_available()) GTEST_SKIP() << "skipped: golden vectors not found";
