@@ -10,6 +10,7 @@
 
 #include "golden.h"
 #include "npy.h"
+#include "scoped_env.h"
 
 namespace kestrel::testing {
 namespace {
@@ -109,24 +110,6 @@ TEST(Npy, RejectsWhatItCannotReadWithAClearMessage) {
             std::string::npos);
   EXPECT_THROW(load_npy("/nonexistent/x.npy"), std::runtime_error);
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 TEST(Golden, DirectoryFollowsTheEnvironment) {
   ScopedEnv env("KESTREL_GOLDEN_DIR", "/nonexistent/golden");
