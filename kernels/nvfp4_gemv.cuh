@@ -111,8 +111,12 @@ __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, in
 
 template <typename OUT, int RT, int WARPS, int CLUSTER, int DEPTH, bool A_BLOCKED, bool B_BLOCKED,
           bool VEC16, bool SCALE_PAIR>
-// At least 24 warps per SM resident: enough loads in flight to cover DRAM latency.
-__global__ void __launch_bounds__(WARPS * 32, 768 / (WARPS * 32)) nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
+// Resident warps per SM: enough loads in flight to cover DRAM latency. 24
+// with a cluster split; without one 16, which leave ptxas 112 registers
+// instead of 80 (where rt2 w8 spilled): M 8192 K 8192 20.9 -> 20.1 us, but
+// M 1024 K 16384 (c8) 12.4 -> 15.1 at 16 (H100, session 14).
+__global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARPS * 32))
+    nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
   constexpr int KS = WARPS / RT;  // K slices per row tile inside the CTA
