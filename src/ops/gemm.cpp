@@ -42,6 +42,7 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
                          cudaStream_t stream) {
   const bool dual = b2 != nullptr;
+  KESTREL_RETURN_IF_ERROR(check_gemm_grid(shape, cfg.block_n, cfg.split_k));
   rt::StreamScratch x16;
   KESTREL_RETURN_IF_ERROR(run_act_prepass(a, stream, &x16));
   CUtensorMap map_x, map_w, map_w2, map_c;

@@ -51,6 +51,10 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
                                   int sm_count, bool dual = false, bool split_l2 = false);
 
+// A split launch holds the token tiles in grid.y (at most 65535); without a
+// split the CTAs are persistent and any M fits.
+Status check_gemm_grid(const GemmShape& s, int block_n, int split_k);
+
 // Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
 // with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.
 // A default configuration whose split-K clusters do not all fit on the GPU

@@ -86,6 +86,29 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
   }
 }
 
+// Without a K split the CTAs are persistent: one per SM at most, whatever
+// M; a split launch is a CTA per tile and rank, token tiles in grid.y.
+TEST(Nvfp4Config, GemmLaunchShapes) {
+  const ops::GemmShape big{3, 1000, 4096, 1024, 0, 0};  // 32 x 63 x 3 tiles at bn16
+  const rt::LaunchShape persistent = ops::gemm_launch_shape(big, 16, 8, 1, 132);
+  EXPECT_EQ(persistent.grid.x, 132u);
+  EXPECT_EQ(persistent.grid.y * persistent.grid.z, 1u);
+  const ops::GemmShape few{1, 128, 1024, 1024, 0, 0};  // 8 tiles
+  EXPECT_EQ(ops::gemm_launch_shape(few, 128, 5, 1, 132).grid.x, 8u);
+  const rt::LaunchShape split = ops::gemm_launch_shape(big, 16, 8, 2, 132);
+  EXPECT_EQ(split.grid.x, 64u);
+  EXPECT_EQ(split.grid.y, 63u);
+  EXPECT_EQ(split.grid.z, 3u);
+  EXPECT_EQ(split.cluster.x, 2u);
+  EXPECT_EQ(ops::gemm_launch_shape(big, 16, 8, 2, 132, true, true).grid.x, 128u);  // dual, l2
+
+  const ops::GemmShape tall{1, 8 * 65536, 128, 64, 0, 0};
+  EXPECT_TRUE(ops::check_gemm_grid(tall, 8, 1).ok());
+  EXPECT_TRUE(ops::check_gemm_grid(tall, 16, 2).ok());
+  const Status st = ops::check_gemm_grid(tall, 8, 2);
+  EXPECT_NE(st.message().find("at most 65535 (grid.y)"), std::string::npos) << st.message();
+}
+
 TEST(Nvfp4Config, GemmSpaceCoversEveryTileWidth) {
   for (int bn : gemm_block_n_choices()) {
     const auto space = gemm_config_space();
