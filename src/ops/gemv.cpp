@@ -104,8 +104,9 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
   // Register kernel, measured on an H100 (BENCHMARKS.md): 32-row tiles
   // without a K split are the best on every seed shape; split K over a
   // cluster only while the work items alone cannot cover the SMs, keeping at
-  // least 8 groups of 128 values per CTA, and when the staged B would be too
-  // large to keep 3 CTAs per SM.
+  // least 8 groups of 128 values per CTA, and when the staged B would pass
+  // 64 KB (chosen when every configuration ran 3 CTAs per SM; unsplit ones
+  // now run 2, kernels/nvfp4_gemv.cuh).
   const int64_t items = (m + 16 * c.row_tiles - 1) / (16 * c.row_tiles) * batches;
   while (c.cluster < 8 && items * c.cluster < sm_count && k / (kGroup * c.cluster * 2) >= 8)
     c.cluster *= 2;
