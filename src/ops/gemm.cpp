@@ -42,7 +42,12 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
                          cudaStream_t stream) {
   const bool dual = b2 != nullptr;
-  KESTREL_RETURN_IF_ERROR(check_gemm_grid(shape, cfg.block_n, cfg.split_k));
+  const bool split_l2 = cfg.splits_through_l2();
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  rt::LaunchShape ls =
+      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count, dual, split_l2);
+  KESTREL_RETURN_IF_ERROR(check_gemm_grid(ls));
   rt::StreamScratch x16;
   KESTREL_RETURN_IF_ERROR(run_act_prepass(a, stream, &x16));
   CUtensorMap map_x, map_w, map_w2, map_c;
@@ -76,11 +81,6 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
-  const bool split_l2 = cfg.splits_through_l2();
-  const rt::DeviceInfo* dev = nullptr;
-  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
-  rt::LaunchShape ls =
-      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count, dual, split_l2);
   if (split_l2) {
     // Arrival counters per tile (left zero by every call) and one slot of
     // fp32 accumulators per CTA: 256 threads x block_n / 2.

@@ -135,11 +135,11 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) 
   *row = s.row_stride;
 }
 
-Status check_gemm_grid(const GemmShape& s, int block_n, int split_k) {
-  const int64_t tiles_m = ceil_div(s.m, block_n);
-  if (split_k > 1 && tiles_m > 65535)
+Status check_gemm_grid(const rt::LaunchShape& ls) {
+  if (ls.grid.y > 65535)
     return Status::InvalidArgument(
-        "config: with split_k > 1 the token tiles ceil(M / block_n) = " + std::to_string(tiles_m) +
+        "config: with split_k > 1 the token tiles ceil(M / block_n) = " +
+        std::to_string(ls.grid.y) +
         " must be at most 65535 (grid.y): take a larger block_n or split_k 1");
   return Status::Ok();
 }

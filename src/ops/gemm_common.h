@@ -53,7 +53,7 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, i
 
 // A split launch holds the token tiles in grid.y (at most 65535); without a
 // split the CTAs are persistent and any M fits.
-Status check_gemm_grid(const GemmShape& s, int block_n, int split_k);
+Status check_gemm_grid(const rt::LaunchShape& ls);
 
 // Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
 // with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.

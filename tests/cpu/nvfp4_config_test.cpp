@@ -103,9 +103,9 @@ TEST(Nvfp4Config, GemmLaunchShapes) {
   EXPECT_EQ(ops::gemm_launch_shape(big, 16, 8, 2, 132, true, true).grid.x, 128u);  // dual, l2
 
   const ops::GemmShape tall{1, 8 * 65536, 128, 64, 0, 0};
-  EXPECT_TRUE(ops::check_gemm_grid(tall, 8, 1).ok());
-  EXPECT_TRUE(ops::check_gemm_grid(tall, 16, 2).ok());
-  const Status st = ops::check_gemm_grid(tall, 8, 2);
+  EXPECT_TRUE(ops::check_gemm_grid(ops::gemm_launch_shape(tall, 8, 8, 1, 132)).ok());
+  EXPECT_TRUE(ops::check_gemm_grid(ops::gemm_launch_shape(tall, 16, 8, 2, 132)).ok());
+  const Status st = ops::check_gemm_grid(ops::gemm_launch_shape(tall, 8, 8, 2, 132));
   EXPECT_NE(st.message().find("at most 65535 (grid.y)"), std::string::npos) << st.message();
 }
 
