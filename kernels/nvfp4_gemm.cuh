@@ -230,13 +230,13 @@ __global__ void __launch_bounds__(384, 1)
                          tc.z);
       };
       // The first stages' weights go out before the wait for the activation
-      // pre-pass (launched ahead of this kernel, which may overlap it).
+      // pre-pass (launched ahead of this kernel, which may overlap it). The
+      // grid never exceeds the tiles, so every CTA has a first tile.
       const int first = min(STAGES, n_iters);
-      if (first_tile < n_tiles)
-        for (int i = 0; i < first; ++i) load_w(i, kb_begin + i, tile_at(first_tile));
+      const int3 tc0 = tile_at(first_tile);
+      for (int i = 0; i < first; ++i) load_w(i, kb_begin + i, tc0);
       ptx::griddep_wait();
-      if (first_tile < n_tiles)
-        for (int i = 0; i < first; ++i) load_x(i, kb_begin + i, tile_at(first_tile));
+      for (int i = 0; i < first; ++i) load_x(i, kb_begin + i, tc0);
       int r = first;
       for (long long t = first_tile; t < n_tiles; t += tile_stride) {
         const int3 tc = tile_at(t);
