@@ -47,10 +47,13 @@ bool read_config(const Params& p, GemmConfig* cfg) {
 
 // Peer: cuBLAS bf16 GEMM of A (m x k) against `b` (cols x k), both
 // dequantized to bf16 once, in enough copies to rotate past L2.
+// `swiglu`: b is [B1; B2] (cols = 2N) and the peer finishes with the fused
+// silu * mul into an N-column output, as a user of the unfused path would.
 Status add_cublas_peer(const std::string& name, const SlottedOperand& a, const SlottedOperand& b,
-                       const GemmShape& s, int64_t cols, const OpEnv& env, BenchCase* out) {
+                       const GemmShape& s, int64_t cols, const OpEnv& env, BenchCase* out,
+                       bool swiglu = false) {
   struct PeerState {
-    SlottedBuffer a, b, c;
+    SlottedBuffer a, b, c, swiglu_out;
   };
   auto ps = std::make_shared<PeerState>();
   const int slots =
@@ -58,14 +61,17 @@ Status add_cublas_peer(const std::string& name, const SlottedOperand& a, const S
   KESTREL_RETURN_IF_ERROR(dequantized_bf16(a, slots, env.stream, &ps->a));
   KESTREL_RETURN_IF_ERROR(dequantized_bf16(b, slots, env.stream, &ps->b));
   KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * cols * 2), slots));
+  if (swiglu) KESTREL_RETURN_IF_ERROR(ps->swiglu_out.allocate(size_t(s.l * s.m * cols), slots));
   Peers* peers = nullptr;
   KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
   PeerLaunch cublas;
   cublas.name = name;
   cublas.call.slots = slots;
-  cublas.call.fn = [ps, peers, s, cols](cudaStream_t stream, int slot) {
-    return peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot), s.m, cols, s.k,
-                            s.l, DType::kBF16);
+  cublas.call.fn = [ps, peers, s, cols, swiglu](cudaStream_t stream, int slot) {
+    KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot),
+                                             s.m, cols, s.k, s.l, DType::kBF16));
+    if (!swiglu) return Status::Ok();
+    return launch_silu_mul(stream, ps->c.at(slot), ps->swiglu_out.at(slot), s.l * s.m, cols / 2);
   };
   out->peers.push_back(std::move(cublas));
   return Status::Ok();
@@ -171,11 +177,10 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
                            has_cfg ? &cfg : nullptr);
   };
   // Peer: cuBLAS bf16 on A and [B1; B2] dequantized once (one GEMM of 2N
-  // columns). The silu * mul that a user runs after it is not timed, so the
-  // peer's time is a lower bound.
+  // columns), then one fused silu * mul pass (the definition).
   SlottedOperand both;
   KESTREL_RETURN_IF_ERROR(both.fill(s.l, 2 * s.n, s.k, s.b_layout, 1, 34));
-  return add_cublas_peer("cuBLAS bf16 [B1;B2] (GEMM only)", st->a, both, s, 2 * s.n, env, out);
+  return add_cublas_peer("cuBLAS bf16 [B1;B2] + silu*mul", st->a, both, s, 2 * s.n, env, out, true);
 }
 
 // Shape, operand and configuration parameters of the GEMM-family ops.

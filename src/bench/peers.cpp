@@ -11,6 +11,8 @@
 
 #include "bench/device_memory.h"
 #include "runtime/cuda_check.h"
+#include "runtime/device.h"
+#include "runtime/launcher.h"
 
 namespace kestrel::bench {
 namespace {
@@ -165,6 +167,24 @@ Status Peers::gemm_fp8(cudaStream_t stream, const void* a, const void* b, void* 
                                      d, p->c, &p->algo, impl_->lt_workspace.get(), kWorkspaceBytes,
                                      stream));
   return Status::Ok();
+}
+
+Status launch_silu_mul(cudaStream_t stream, const void* h, void* out, int64_t rows, int64_t n) {
+  KESTREL_RETURN_IF_ERROR(check_dims(rows, n, 1, 1));
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  const bool vec8 = n % 8 == 0;
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get({"bench_silu_mul.cuh",
+                       vec8 ? "kestrel::silu_mul_kernel<true>" : "kestrel::silu_mul_kernel<false>",
+                       {}},
+                      &kernel));
+  const int64_t items = rows * (vec8 ? n / 8 : n);
+  rt::LaunchShape shape;
+  shape.block = dim3(256);
+  shape.grid = dim3(unsigned(std::min<int64_t>((items + 255) / 256, int64_t(dev->sm_count) * 8)));
+  return kernel(shape, stream, h, out, (long long)rows, (long long)n);
 }
 
 Status make_copy_peer(int64_t bytes, int slots, PeerLaunch* out) {

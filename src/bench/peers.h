@@ -48,6 +48,11 @@ class Peers {
   Impl* impl_;
 };
 
+// out[r][c] = bf16(silu(h[r][c]) * h[r][n + c]) for bf16 h of shape
+// [rows][2n]: the SwiGLU tail after one GEMM on [B1; B2], fused into one
+// pass (kernels/bench_silu_mul.cuh).
+Status launch_silu_mul(cudaStream_t stream, const void* h, void* out, int64_t rows, int64_t n);
+
 // The "copy" peer of a memory-bound op moving `bytes` in total (read + write):
 // a device-to-device memcpy of bytes / 2, with `slots` rotating copies of its
 // source and destination, allocated here and owned by the returned closure.

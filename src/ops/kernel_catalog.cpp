@@ -86,6 +86,9 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 4, true}, false, false));
   append_rowwise_specs(&specs);
   specs.push_back({"bench_read.cuh", "kestrel::read_bytes_kernel", {}});
+  for (const char* vec8 : {"true", "false"})
+    specs.push_back(
+        {"bench_silu_mul.cuh", std::string("kestrel::silu_mul_kernel<") + vec8 + ">", {}});
   return specs;
 }
 
