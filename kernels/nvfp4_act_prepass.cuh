@@ -23,8 +23,9 @@ struct ActPrepassParams {
   long long x_batch, x_row;
   const uint8_t* sx;  // linear [L][M][K/16] (strided) or blocked
   long long sx_batch, sx_row;
-  __half* out;  // [L][M][Kp]
+  __half* out;  // [L][rows_out][Kp]
   int m, k, kp;
+  int rows_out;  // >= m: rows m.. are written as zeros (the GEMM's whole token tiles)
 };
 
 namespace prepass {
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(kPrepassWarps * 32)
   __shared__ uint32_t stage[kPrepassWarps][kPrepassBlocksPerWarp * kPrepassBlockWords];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = lane / 4, t = lane % 4;
   const int l = blockIdx.y, blocks_per_row = p.kp / 128;
-  const long long blocks = (long long)p.m * blocks_per_row;  // of this batch
+  const long long blocks = (long long)p.rows_out * blocks_per_row;  // of this batch
   const long long first = ((long long)blockIdx.x * kPrepassWarps + warp) * kPrepassBlocksPerWarp;
   if (first >= blocks) return;
   const long long g = first + b;  // this lane's block
@@ -76,7 +77,7 @@ __global__ void __launch_bounds__(kPrepassWarps * 32)
   const int row = int(g / blocks_per_row), blk = int(g % blocks_per_row);
   const int byte = blk * 64 + t * 16;
   // K is a multiple of 64 (the GEMM's rule): a chunk is wholly inside or past K.
-  if (g < blocks && byte < p.k / 2) {
+  if (g < blocks && row < p.m && byte < p.k / 2) {
     const uint8_t* src = p.x + l * p.x_batch + (long long)row * p.x_row + byte;
     uint32_t words[4];
     if constexpr (VEC16) {

@@ -17,13 +17,16 @@ struct ActPrepassParams {  // mirrors kernels/nvfp4_act_prepass.cuh
   long long sx_batch, sx_row;
   void* out;
   int m, k, kp;
+  int rows_out;
 };
 
 }  // namespace
 
-Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratch* out) {
+Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream,
+                       rt::StreamScratch* out) {
   const int64_t batches = a.batches(), m = a.rows(), k = a.k(), kp = prepass_kp(k);
-  KESTREL_RETURN_IF_ERROR(out->allocate(size_t(batches * m * kp * 2), stream));
+  if (rows_out < m) return Status::Internal("act pre-pass: rows_out below the rows of A");
+  KESTREL_RETURN_IF_ERROR(out->allocate(size_t(batches * rows_out * kp * 2), stream));
   const Shape3 xv = shape3(a.values);
   ActPrepassParams p{};
   p.x = a.values.data;
@@ -39,6 +42,7 @@ Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratc
   p.m = int(m);
   p.k = int(k);
   p.kp = int(kp);
+  p.rows_out = int(rows_out);
   // 16-byte loads where every row start is 16-byte aligned.
   const bool vec16 = reinterpret_cast<uintptr_t>(a.values.data) % 16 == 0 &&
                      (batches == 1 || xv.batch_stride % 16 == 0) &&
@@ -48,7 +52,7 @@ Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratc
       rt::Kernel::get(act_prepass_kernel_spec(a.layout == ScaleLayout::kBlocked, vec16), &kernel));
   rt::LaunchShape shape;
   // One warp per kPrepassBlocksPerWarp blocks of kPrepassBlockK values.
-  const int64_t blocks = m * (kp / kPrepassBlockK);
+  const int64_t blocks = rows_out * (kp / kPrepassBlockK);
   shape.block = dim3(kPrepassWarps * 32);
   const int64_t per_cta = kPrepassWarps * kPrepassBlocksPerWarp;
   shape.grid = dim3(unsigned((blocks + per_cta - 1) / per_cta), unsigned(batches));

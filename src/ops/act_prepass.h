@@ -1,5 +1,5 @@
 // The NVFP4 GEMMs' activation pre-pass (kernels/nvfp4_act_prepass.cuh):
-// A -> fp16 [L][M][Kp] in the GEMM's K order, scales folded in.
+// A -> fp16 [L][rows_out][Kp] in the GEMM's K order, scales folded in.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -18,7 +18,11 @@ inline int64_t prepass_kp(int64_t k) {
   return (k + kPrepassBlockK - 1) / kPrepassBlockK * kPrepassBlockK;
 }
 
-// `a` must already be validated. Allocates `out` on the stream.
-Status run_act_prepass(const Nvfp4View& a, cudaStream_t stream, rt::StreamScratch* out);
+// `a` must already be validated. Allocates `out` on the stream: rows_out >=
+// M rows per batch, the rows past M zero, so that the GEMM's TMA boxes of
+// whole token tiles never reach past the buffer (out-of-bounds rows cost
+// the TMA unit time: H100, session 15).
+Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream,
+                       rt::StreamScratch* out);
 
 }  // namespace kestrel::ops

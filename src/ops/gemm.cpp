@@ -49,7 +49,8 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
       gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count, dual, split_l2);
   KESTREL_RETURN_IF_ERROR(check_gemm_grid(ls));
   rt::StreamScratch x16;
-  KESTREL_RETURN_IF_ERROR(run_act_prepass(a, stream, &x16));
+  const int64_t x_rows = activation_rows(shape, cfg.block_n);
+  KESTREL_RETURN_IF_ERROR(run_act_prepass(a, x_rows, stream, &x16));
   CUtensorMap map_x, map_w, map_w2, map_c;
   KESTREL_RETURN_IF_ERROR(make_activation_map(x16.get(), shape, cfg.block_n, &map_x));
   const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;

@@ -88,16 +88,20 @@ Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out) {
   return rt::make_tma_map(b.values.data, spec, out);
 }
 
+int64_t activation_rows(const GemmShape& s, int block_n) {
+  return ceil_div(s.m, block_n) * block_n;
+}
+
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out) {
-  const int64_t kp = prepass_kp(s.k);
+  const int64_t kp = prepass_kp(s.k), rows = activation_rows(s, block_n);
   rt::TmaMapSpec x;
   x.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   x.rank = 3;
   x.dims[0] = uint64_t(kp);
-  x.dims[1] = uint64_t(s.m);
+  x.dims[1] = uint64_t(rows);
   x.dims[2] = uint64_t(s.batches);
   x.strides_bytes[0] = uint64_t(kp * 2);
-  x.strides_bytes[1] = uint64_t(kp * 2 * s.m);
+  x.strides_bytes[1] = uint64_t(kp * 2 * rows);
   x.box[0] = 64;  // one 128-byte swizzle atom of K
   x.box[1] = uint32_t(block_n);
   x.box[2] = 1;

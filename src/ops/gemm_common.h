@@ -36,6 +36,9 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
                      const char* c_name, GemmShape* out);
 Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev);
 
+// Rows per batch of the pre-passed activations: M rounded up to whole token
+// tiles (the rows past M are zero).
+int64_t activation_rows(const GemmShape& s, int block_n);
 // The TMA map of the pre-passed fp16 activations.
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
 // The TMA map of packed weights, `box_rows` rows per load (128; 64 for dual).

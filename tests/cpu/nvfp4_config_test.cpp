@@ -109,6 +109,15 @@ TEST(Nvfp4Config, GemmLaunchShapes) {
   EXPECT_NE(st.message().find("at most 65535 (grid.y)"), std::string::npos) << st.message();
 }
 
+// The pre-passed activations hold whole token tiles, so that no TMA box of
+// the GEMM reaches past them.
+TEST(Nvfp4Config, ActivationRowsAreWholeTokenTiles) {
+  EXPECT_EQ(ops::activation_rows({1, 160, 4096, 1024, 0, 0}, 128), 256);
+  EXPECT_EQ(ops::activation_rows({1, 256, 4096, 1024, 0, 0}, 128), 256);
+  EXPECT_EQ(ops::activation_rows({2, 1, 4096, 1024, 0, 0}, 8), 8);
+  EXPECT_EQ(ops::activation_rows({1, 1000, 4096, 1024, 0, 0}, 96), 1056);
+}
+
 TEST(Nvfp4Config, GemmSpaceCoversEveryTileWidth) {
   for (int bn : gemm_block_n_choices()) {
     const auto space = gemm_config_space();
