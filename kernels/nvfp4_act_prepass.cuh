@@ -8,7 +8,8 @@
 // plain K-order ones. Values are e2m1 * scale / 2^14 (exact in fp16, as are
 // the weights); the GEMM multiplies the 2^28 back in its epilogue.
 //
-// Output: [L][M][Kp] fp16, Kp = K rounded up to 128, zero beyond K.
+// Output: [L][rows_out][Kp] fp16, Kp = K rounded up to 128, zero beyond K
+// and in the rows past M (rows_out is M rounded up to whole token tiles).
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -44,7 +45,7 @@ __device__ __forceinline__ long long scale_off(const ActPrepassParams& p, int l,
 
 }  // namespace prepass
 
-// One warp per 8 consecutive 128-value blocks of a batch's [M][Kp/128]
+// One warp per 8 consecutive 128-value blocks of a batch's [rows_out][Kp/128]
 // output, which is contiguous: lane 4b + t reads chunk t (16 bytes, 32
 // values, scale blocks 2t and 2t + 1) of block b with one 16-byte load (four
 // 4-byte loads where A's rows are only 4-byte aligned: VEC16 false), and
