@@ -5,8 +5,9 @@
 //   C[l][m][n] = alpha * sum_k X[l][m][k] * W[l][n][k]    (computed as W . X^T)
 //
 // Stages (ThunderKittens-style roles):
-//  - producer warp: TMA loads of the packed FP4 weight tile (BM rows x 64
-//    bytes) and of the fp16 activation tile (BN tokens x 128, 128-byte
+//  - producer warp: TMA loads of the FP4 weight tile (BM rows x 64 bytes;
+//    W_PACKED: two contiguous 4 KB bulk copies of the stage-ordered weights
+//    of kernels/nvfp4_weight_pack.cuh) and of the fp16 activation tile (BN tokens x 128, 128-byte
 //    swizzled, prepared by kernels/nvfp4_act_prepass.cuh) into a STAGES-deep
 //    mbarrier ring;
 //  - two consumer warpgroups, 64 weight rows each: every lane reads 16 bytes
@@ -31,6 +32,7 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
+#include "common/nvfp4_weight_order.cuh"
 #include "common/row_io.cuh"
 #include "common/tma_pipeline.cuh"
 #include "common/wgmma.cuh"
@@ -51,6 +53,11 @@ struct GemmParams {
   float alpha2;  // dual GEMM: the same for the second weight
   float* partial;  // split-K through L2: [tile][rank][BN / 8][256] float4 accumulators
   int* arrivals;   // split-K through L2: CTAs done per tile; zero between calls
+  // W_PACKED: the weights in stage order (kernels/nvfp4_weight_pack.cuh),
+  // [L][w_blocks][k_stages][64 rows][64 B], and the second weight's (dual).
+  const uint8_t* w_packed;
+  const uint8_t* w2_packed;
+  long long w_packed_batch;  // bytes per batch
 };
 
 namespace gemm {
@@ -58,6 +65,8 @@ namespace gemm {
 constexpr int kBM = 128;            // weight rows per CTA (2 consumer warpgroups x 64)
 constexpr int kBK = 128;            // K values per stage
 constexpr int kWStageBytes = kBM * kBK / 2;
+static_assert(2 * kPackedBlockStageBytes == kWStageBytes && 2 * kPackedStageBytes == kBK,
+              "a packed weight stage is two 64-row blocks of one stage");
 
 template <int BN>
 struct Smem {
@@ -116,7 +125,7 @@ struct NibbleMasks {
 
 // w_lane: shared address of this lane's 16 bytes of its first row in the
 // stage; its second row (the fragment's row g + 8) is ROW8_BYTES on.
-template <int ROW8_BYTES>
+template <int ROW8_BYTES, bool PACKED>
 __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
                                              const NibbleMasks& nm, WFrag& f) {
   const uint4 r0 = ptx::ld_shared_v4(w_lane);
@@ -126,8 +135,13 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
 #pragma unroll
   for (int wi = 0; wi < 4; ++wi) {
     uint32_t h0[4], h1[4];
-    decode_fp4x8(w0[wi], h0, nm.even, nm.odd);
-    decode_fp4x8(w1[wi], h1, nm.even, nm.odd);
+    if constexpr (PACKED) {
+      decode_packed_fp4x8(w0[wi], h0);
+      decode_packed_fp4x8(w1[wi], h1);
+    } else {
+      decode_fp4x8(w0[wi], h0, nm.even, nm.odd);
+      decode_fp4x8(w1[wi], h1, nm.even, nm.odd);
+    }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int pair = wi * 4 + q, j = pair / 2, e = pair % 2;
@@ -148,7 +162,8 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
 // SPLIT_L2: the SPLIT CTAs of a tile are not a cluster; they leave their
 // accumulators in L2 and the last to arrive adds them (no co-scheduling, so
 // any split fits in one wave); else a cluster adds them over DSMEM.
-template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2>
+template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2,
+          bool W_PACKED>
 __global__ void __launch_bounds__(384, 1)
     nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
                       const __grid_constant__ TmaMap tmap_x, const __grid_constant__ TmaMap tmap_c,
@@ -194,7 +209,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], 8);  // one arrival per consumer warp
+      ptx::mbar_init(&empty[s], W_PACKED ? 256 : 8);  // per consumer thread / warp
     }
     ptx::fence_barrier_init();
   }
@@ -206,7 +221,7 @@ __global__ void __launch_bounds__(384, 1)
     // ---- producer ----
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
-      ptx::prefetch_tma_map(&tmap_w);
+      if constexpr (!W_PACKED) ptx::prefetch_tma_map(&tmap_w);  // else a stand-in
       ptx::prefetch_tma_map(&tmap_x);
       if (p.c_tma) ptx::prefetch_tma_map(&tmap_c);  // else tmap_c is a stand-in
       // With one token tile every weight stage is read once, by one CTA: its
@@ -218,7 +233,24 @@ __global__ void __launch_bounds__(384, 1)
       auto load_w = [&](int r, int kb, int3 tc) {
         const int s = r % STAGES;
         ptx::mbar_arrive_expect_tx(&full[s], kWStageBytes + S::kXStageBytes);
-        if constexpr (DUAL) {
+        if constexpr (W_PACKED) {
+          // Two contiguous 4 KB blocks: plain, the tile's two 64-row blocks;
+          // dual, W1's and W2's block of the tile's 64 columns.
+          uint8_t* dst = w_smem + s * kWStageBytes;
+          const long long at = tc.z * p.w_packed_batch + (long long)kb * kPackedBlockStageBytes;
+          const long long block_step = (long long)k_stages * kPackedBlockStageBytes;
+          if constexpr (DUAL) {
+            ptx::bulk_load(dst, p.w_packed + at + tc.x * block_step, kPackedBlockStageBytes,
+                           &full[s], w_policy);
+            ptx::bulk_load(dst + kPackedBlockStageBytes, p.w2_packed + at + tc.x * block_step,
+                           kPackedBlockStageBytes, &full[s], w_policy);
+          } else {
+            const uint8_t* src = p.w_packed + at + 2 * tc.x * block_step;
+            ptx::bulk_load(dst, src, kPackedBlockStageBytes, &full[s], w_policy);
+            ptx::bulk_load(dst + kPackedBlockStageBytes, src + block_step, kPackedBlockStageBytes,
+                           &full[s], w_policy);
+          }
+        } else if constexpr (DUAL) {
           ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2), tc.x * 64,
                            tc.z, w_policy);
           ptx::tma_load_3d(w_smem + s * kWStageBytes + kWStageBytes / 2, &tmap_w2, &full[s],
@@ -308,10 +340,14 @@ __global__ void __launch_bounds__(384, 1)
     const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_local * 64 + t * 16);
     auto prepare = [&](uint32_t i, const WScales& sc, WFrag& f) {
       ptx::mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
-      decode_stage<kRow8Bytes>(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
+      decode_stage<kRow8Bytes, W_PACKED>(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
     };
+    // One arrival per warp; with packed weights one per thread, so that each
+    // thread's reads of the stage are ordered before the bulk copies' rewrite
+    // of it as compute-sanitizer's racecheck follows them (it does not
+    // follow tensor-map TMA writes).
     auto release = [&](uint32_t i) {
-      if (lane == 0) ptx::mbar_arrive(&empty[i % STAGES]);
+      if (W_PACKED || lane == 0) ptx::mbar_arrive(&empty[i % STAGES]);
     };
 
     // The thread that issues the TMA stores of C (warp 0's lane 0): its

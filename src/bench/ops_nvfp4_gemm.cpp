@@ -35,6 +35,26 @@ Status read_shape(const Params& p, GemmShape* s) {
   return Status::Ok();
 }
 
+// The weights packed once per rotation slot (pack_gemm_weights), for runs
+// with packed=1; the unpacked slots stay as they are (the peer reads them).
+struct PackedSlots {
+  SlottedBuffer bytes;
+  std::vector<GemmPackedWeights> views;
+
+  Status pack(const SlottedOperand& w, int slots, cudaStream_t stream) {
+    const int64_t per_slot = gemm_packed_weight_bytes(w.rows, w.k, w.l);
+    KESTREL_RETURN_IF_ERROR(bytes.allocate(size_t(per_slot), slots));
+    views.resize(size_t(slots));
+    for (int i = 0; i < slots; ++i)
+      KESTREL_RETURN_IF_ERROR(
+          pack_gemm_weights(w.view(i), bytes.at(i), per_slot, stream, &views[size_t(i)]));
+    KESTREL_CUDA_RETURN(cudaStreamSynchronize(stream));
+    return Status::Ok();
+  }
+};
+
+std::string packed_suffix(const Params& p) { return p.integer("packed") ? " packed" : ""; }
+
 bool read_config(const Params& p, GemmConfig* cfg) {
   if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("split") == 0) return false;
   const GemmConfig d;
@@ -101,9 +121,27 @@ Status check_products(const Params& p, const OpEnv& env, CheckReport* out, bool 
   GemmConfig cfg;
   const GemmConfig* cfg_ptr = read_config(p, &cfg) ? &cfg : nullptr;
   const TensorView cv = TensorView::dense(c.get(), s.out, {s.l, s.m, s.n});
-  KESTREL_RETURN_IF_ERROR(
-      dual ? dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2), cv, env.stream, cfg_ptr)
-           : gemm_nvfp4(da.view(a), db1.view(b1), cv, env.stream, cfg_ptr));
+  if (p.integer("packed")) {
+    const int64_t packed_bytes = gemm_packed_weight_bytes(s.n, s.k, s.l);
+    DeviceBuffer pb1, pb2;
+    GemmPackedWeights w1, w2;
+    KESTREL_RETURN_IF_ERROR(pb1.allocate(size_t(packed_bytes)));
+    KESTREL_RETURN_IF_ERROR(pb1.fill(testing::kPoison));
+    KESTREL_RETURN_IF_ERROR(
+        pack_gemm_weights(db1.view(b1), pb1.get(), packed_bytes, env.stream, &w1));
+    if (dual) {
+      KESTREL_RETURN_IF_ERROR(pb2.allocate(size_t(packed_bytes)));
+      KESTREL_RETURN_IF_ERROR(pb2.fill(testing::kPoison));
+      KESTREL_RETURN_IF_ERROR(
+          pack_gemm_weights(db2.view(b2), pb2.get(), packed_bytes, env.stream, &w2));
+    }
+    KESTREL_RETURN_IF_ERROR(dual ? dual_gemm_nvfp4(da.view(a), w1, w2, cv, env.stream, cfg_ptr)
+                                 : gemm_nvfp4(da.view(a), w1, cv, env.stream, cfg_ptr));
+  } else {
+    KESTREL_RETURN_IF_ERROR(
+        dual ? dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2), cv, env.stream, cfg_ptr)
+             : gemm_nvfp4(da.view(a), db1.view(b1), cv, env.stream, cfg_ptr));
+  }
   KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
   std::vector<uint8_t> got(bytes);
   KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
@@ -126,6 +164,7 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
   struct State {
     SlottedOperand a, b;
     SlottedBuffer c;
+    PackedSlots packed;
   };
   auto st = std::make_shared<State>();
   out->work.bytes = double(s.l * (s.m + s.n) * (s.k / 2 + s.k / 16) + s.l * s.m * s.n * 2);
@@ -135,16 +174,19 @@ Status bench_gemm(const Params& p, const OpEnv& env, BenchCase* out) {
   KESTREL_RETURN_IF_ERROR(st->a.fill(s.l, s.m, s.k, s.a_layout, slots, 21));
   KESTREL_RETURN_IF_ERROR(st->b.fill(s.l, s.n, s.k, s.b_layout, slots, 22));
   KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * s.n * 2), slots));
+  const bool packed = p.integer("packed") != 0;
+  if (packed) KESTREL_RETURN_IF_ERROR(st->packed.pack(st->b, slots, env.stream));
   GemmConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
   out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" + std::to_string(s.k) +
-               (s.l > 1 ? " L" + std::to_string(s.l) : "") +
+               (s.l > 1 ? " L" + std::to_string(s.l) : "") + packed_suffix(p) +
                (has_cfg ? " [" + cfg.describe() + "]" : "");
   out->launch.slots = slots;
-  out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
-    return gemm_nvfp4(st->a.view(slot), st->b.view(slot),
-                      TensorView::dense(st->c.at(slot), s.out, {s.l, s.m, s.n}), stream,
-                      has_cfg ? &cfg : nullptr);
+  out->launch.fn = [st, s, cfg, has_cfg, packed](cudaStream_t stream, int slot) {
+    const TensorView c = TensorView::dense(st->c.at(slot), s.out, {s.l, s.m, s.n});
+    const GemmConfig* config = has_cfg ? &cfg : nullptr;
+    return packed ? gemm_nvfp4(st->a.view(slot), st->packed.views[size_t(slot)], c, stream, config)
+                  : gemm_nvfp4(st->a.view(slot), st->b.view(slot), c, stream, config);
   };
 
   return add_cublas_peer("cuBLAS bf16", st->a, st->b, s, s.n, env, out);
@@ -156,6 +198,7 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   struct State {
     SlottedOperand a, b1, b2;
     SlottedBuffer c;
+    PackedSlots packed1, packed2;
   };
   auto st = std::make_shared<State>();
   out->work.bytes = double(s.l * (s.m + 2 * s.n) * (s.k / 2 + s.k / 16) + s.l * s.m * s.n * 2);
@@ -166,15 +209,24 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   KESTREL_RETURN_IF_ERROR(st->b1.fill(s.l, s.n, s.k, s.b_layout, slots, 32));
   KESTREL_RETURN_IF_ERROR(st->b2.fill(s.l, s.n, s.k, s.b_layout, slots, 33));
   KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.l * s.m * s.n * 2), slots));
+  const bool packed = p.integer("packed") != 0;
+  if (packed) {
+    KESTREL_RETURN_IF_ERROR(st->packed1.pack(st->b1, slots, env.stream));
+    KESTREL_RETURN_IF_ERROR(st->packed2.pack(st->b2, slots, env.stream));
+  }
   GemmConfig cfg;
   const bool has_cfg = read_config(p, &cfg);
   out->shape = "M" + std::to_string(s.m) + " N" + std::to_string(s.n) + " K" + std::to_string(s.k) +
-               (has_cfg ? " [" + cfg.describe() + "]" : "");
+               packed_suffix(p) + (has_cfg ? " [" + cfg.describe() + "]" : "");
   out->launch.slots = slots;
-  out->launch.fn = [st, s, cfg, has_cfg](cudaStream_t stream, int slot) {
-    return dual_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), st->b2.view(slot),
-                           TensorView::dense(st->c.at(slot), s.out, {s.l, s.m, s.n}), stream,
-                           has_cfg ? &cfg : nullptr);
+  out->launch.fn = [st, s, cfg, has_cfg, packed](cudaStream_t stream, int slot) {
+    const TensorView c = TensorView::dense(st->c.at(slot), s.out, {s.l, s.m, s.n});
+    const GemmConfig* config = has_cfg ? &cfg : nullptr;
+    const size_t i = size_t(slot);
+    return packed ? dual_gemm_nvfp4(st->a.view(slot), st->packed1.views[i], st->packed2.views[i], c,
+                                    stream, config)
+                  : dual_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), st->b2.view(slot), c,
+                                    stream, config);
   };
   // Peer: cuBLAS bf16 on A and [B1; B2] dequantized once (one GEMM of 2N
   // columns), then one fused silu * mul pass (the definition).
@@ -195,6 +247,11 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   v.push_back(config_param("stages", "config: pipeline stages (0 = heuristic)"));
   v.push_back(config_param("split", "config: CTAs splitting K (0 = heuristic)"));
   v.push_back(config_param("split_l2", "config: 1 = split-K partials through L2, not a cluster"));
+  v.push_back({"packed",
+               ParamKind::kInt,
+               "0",
+               "1 = weights through pack_gemm_weights (packed once, before timing)",
+               {}});
   return v;
 }
 

@@ -4,6 +4,7 @@
 
 #include "kestrel/gemm.h"
 #include "ops/gemm_common.h"
+#include "ops/weight_pack.h"
 #include "runtime/device.h"
 
 namespace kestrel {
@@ -21,8 +22,10 @@ GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t bat
   return gemm_default_config(128, 2 * n, k, batches * ops::ceil_div(m, 128), sm_count);
 }
 
-Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
-                       const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
+namespace {
+
+Status run_dual_gemm(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2, bool w_packed,
+                     const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
   ops::GemmShape shape, shape2;
   KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b1, c, "c", &shape));
   KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b2, c, "c", &shape2));
@@ -44,8 +47,21 @@ Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View&
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
   if (!config)
     KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
-        shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, &cfg));
-  return ops::launch_nvfp4_gemm(a, b1, &b2, c, shape, cfg, stream);
+        shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, w_packed, &cfg));
+  return ops::launch_nvfp4_gemm(a, b1, &b2, w_packed, c, shape, cfg, stream);
+}
+
+}  // namespace
+
+Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
+                       const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
+  return run_dual_gemm(a, b1, b2, false, c, stream, config);
+}
+
+Status dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1, const GemmPackedWeights& b2,
+                       const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
+  return run_dual_gemm(a, ops::packed_weight_view(b1), ops::packed_weight_view(b2), true, c, stream,
+                       config);
 }
 
 }  // namespace kestrel

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <string>
 
+#include "common/nvfp4_weight_order.cuh"
 #include "kestrel/gemv.h"
 #include "ops/act_prepass.h"
 #include "ops/gemm_common.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/validate.h"
+#include "ops/weight_pack.h"
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
 #include "runtime/launcher.h"
@@ -32,13 +34,16 @@ struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
   float alpha, alpha2;
   float* partial;
   int* arrivals;
+  const void* w_packed;
+  const void* w2_packed;
+  long long w_packed_batch;
 };
 
 }  // namespace
 
 namespace ops {
 
-Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2,
+Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, bool w_packed,
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
                          cudaStream_t stream) {
   const bool dual = b2 != nullptr;
@@ -53,15 +58,21 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   KESTREL_RETURN_IF_ERROR(run_act_prepass(a, x_rows, stream, &x16));
   CUtensorMap map_x, map_w, map_w2, map_c;
   KESTREL_RETURN_IF_ERROR(make_activation_map(x16.get(), shape, cfg.block_n, &map_x));
-  const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;
-  KESTREL_RETURN_IF_ERROR(make_weight_map(b, box_rows, &map_w));
-  if (dual) {
-    KESTREL_RETURN_IF_ERROR(make_weight_map(*b2, box_rows, &map_w2));
-  } else {
-    map_w2 = map_w;
-  }
-
   GemmParams p{};
+  if (w_packed) {  // bulk copies of the packed blocks; the weight maps are stand-ins
+    map_w = map_w2 = map_x;
+    p.w_packed = b.values.data;
+    p.w2_packed = dual ? b2->values.data : b.values.data;
+    p.w_packed_batch = packed_weight_batch_bytes(shape.n, shape.k);
+  } else {
+    const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;
+    KESTREL_RETURN_IF_ERROR(make_weight_map(b, box_rows, &map_w));
+    if (dual) {
+      KESTREL_RETURN_IF_ERROR(make_weight_map(*b2, box_rows, &map_w2));
+    } else {
+      map_w2 = map_w;
+    }
+  }
   p.sw = b.scales.data;
   weight_scale_strides(b, &p.sw_batch, &p.sw_row);
   p.sw2 = dual ? b2->scales.data : b.scales.data;
@@ -81,7 +92,7 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual), &kernel));
+      gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual, w_packed), &kernel));
   if (split_l2) {
     // Arrival counters per tile (left zero by every call) and one slot of
     // fp32 accumulators per CTA: 256 threads x block_n / 2.
@@ -103,14 +114,15 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
 }
 
 Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
-                                     GemmConfig* cfg) {
+                                     bool w_packed, GemmConfig* cfg) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   while (cfg->split_k > 1) {
     const rt::LaunchShape ls =
         gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k, dev->sm_count, dual);
     rt::Kernel kernel;
-    KESTREL_RETURN_IF_ERROR(rt::Kernel::get(gemm_kernel_spec(out, *cfg, w_blocked, dual), &kernel));
+    KESTREL_RETURN_IF_ERROR(
+        rt::Kernel::get(gemm_kernel_spec(out, *cfg, w_blocked, dual, w_packed), &kernel));
     int resident = 0;
     KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(ls, &resident));
     const int64_t clusters = int64_t(ls.grid.x / ls.cluster.x) * ls.grid.y * ls.grid.z;
@@ -166,8 +178,10 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
   return c;
 }
 
-Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
-                  cudaStream_t stream, const GemmConfig* config) {
+namespace {
+
+Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const TensorView& c,
+                cudaStream_t stream, const GemmConfig* config) {
   ops::GemmShape shape;
   KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b, c, "c", &shape));
   const rt::DeviceInfo* dev = nullptr;
@@ -176,8 +190,9 @@ Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
     return Status::Unsupported("gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " + dev->arch());
   if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
 
-  // One token: the GEMV kernel is the memory-bound specialist.
-  if (shape.m == 1 && config == nullptr) {
+  // One token: the GEMV kernel is the memory-bound specialist (it reads
+  // row-major weights).
+  if (shape.m == 1 && config == nullptr && !w_packed) {
     const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
                                               {shape.c_batch, 1});
     return gemv_nvfp4(b, a, cv, stream);
@@ -189,9 +204,21 @@ Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
   if (!config)
     KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
-        shape, c.dtype, b.layout == ScaleLayout::kBlocked, false, &cfg));
+        shape, c.dtype, b.layout == ScaleLayout::kBlocked, false, w_packed, &cfg));
 
-  return ops::launch_nvfp4_gemm(a, b, nullptr, c, shape, cfg, stream);
+  return ops::launch_nvfp4_gemm(a, b, nullptr, w_packed, c, shape, cfg, stream);
+}
+
+}  // namespace
+
+Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c, cudaStream_t stream,
+                  const GemmConfig* config) {
+  return run_gemm(a, b, false, c, stream, config);
+}
+
+Status gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b, const TensorView& c,
+                  cudaStream_t stream, const GemmConfig* config) {
+  return run_gemm(a, ops::packed_weight_view(b), true, c, stream, config);
 }
 
 }  // namespace kestrel

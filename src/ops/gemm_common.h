@@ -41,7 +41,7 @@ Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceI
 int64_t activation_rows(const GemmShape& s, int block_n);
 // The TMA map of the pre-passed fp16 activations.
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
-// The TMA map of packed weights, `box_rows` rows per load (128; 64 for dual).
+// The TMA map of row-major weights, `box_rows` rows per load (128; 64 for dual).
 Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
 // The TMA map that stores C (64 columns x block_n tokens per store);
 // fails where C's base or strides are not 16-byte aligned.
@@ -65,9 +65,10 @@ Status check_gemm_grid(const rt::LaunchShape& ls);
 // CTAs must sit in one GPC: 30 x 4 of an H100's 132 SMs): its split is
 // halved until they fit, or down to 1.
 Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
-                                     GemmConfig* cfg);
+                                     bool w_packed, GemmConfig* cfg);
 
-Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2,
+// w_packed: b (and b2) are packed_weight_view()s of packed weights.
+Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, bool w_packed,
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
                          cudaStream_t stream);
 

@@ -84,6 +84,12 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 1}, false, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 2}, true, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 4, true}, false, false));
+  // Packed weights: their pack kernel, plain and dual, with and without a split.
+  specs.push_back(weight_pack_kernel_spec());
+  specs.push_back(gemm_kernel_spec(DType::kF16, {8, 8, 1}, false, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {128, 5, 2, true}, true, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, true, true, true));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, false, true, true));
   append_rowwise_specs(&specs);
   specs.push_back({"bench_read.cuh", "kestrel::read_bytes_kernel", {}});
   for (const char* vec8 : {"true", "false"})

@@ -30,13 +30,18 @@ rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_b
           {}};
 }
 
-rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual) {
+rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual,
+                                bool w_packed) {
   return {"nvfp4_gemm.cuh",
           std::string("kestrel::nvfp4_gemm_kernel<") + half_type(out) + ", " +
               std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) + ", " +
               std::to_string(cfg.split_k) + ", " + flag(w_blocked) + ", " + flag(dual) + ", " +
-              flag(cfg.splits_through_l2()) + ">",
+              flag(cfg.splits_through_l2()) + ", " + flag(w_packed) + ">",
           {}};
+}
+
+rt::KernelSpec weight_pack_kernel_spec() {
+  return {"nvfp4_weight_pack.cuh", "kestrel::nvfp4_weight_pack_kernel", {}};
 }
 
 rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16) {

@@ -6,7 +6,9 @@
 // on a summation order, and kernels are judged against the true value.
 #include <cmath>
 
+#include "common/fp4_decode.cuh"
 #include "common/nvfp4_codec.cuh"
+#include "common/nvfp4_weight_order.cuh"
 #include "reference/checks.h"
 #include "reference/reference.h"
 
@@ -80,6 +82,19 @@ std::vector<double> dual_gemm_nvfp4(const HostNvfp4& a, const HostNvfp4& b1,
     gate[i] = g / (1.0 + std::exp(-g)) * up[i];  // silu(g) * u; for g << 0 exp -> inf, silu -> -0
   }
   return gate;
+}
+
+std::vector<uint8_t> pack_gemm_weights(const HostNvfp4& w) {
+  detail::check_nvfp4(w, "pack_gemm_weights");
+  const int64_t batch_bytes = packed_weight_batch_bytes(w.rows, w.k);
+  std::vector<uint8_t> out(static_cast<size_t>(w.batches * batch_bytes), 0);
+  const int64_t row_bytes = w.k / 2;
+  for (int64_t l = 0; l < w.batches; ++l)
+    for (int64_t r = 0; r < w.rows; ++r)
+      for (int64_t j = 0; j < row_bytes; ++j)
+        out[static_cast<size_t>(packed_weight_offset(w.rows, w.k, l, r, j))] = uint8_t(
+            pack_fp4x8_bits(w.values[static_cast<size_t>((l * w.rows + r) * row_bytes + j)]));
+  return out;
 }
 
 std::vector<std::vector<double>> grouped_gemm_nvfp4(const std::vector<HostNvfp4>& a,

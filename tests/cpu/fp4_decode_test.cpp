@@ -33,6 +33,36 @@ TEST(Fp4Decode, EveryNibbleAtEveryPositionIsExact) {
   }
 }
 
+// The packed weight order's decode gives decode_fp4x8's output bit for bit,
+// for every code at every position among leaky neighbours.
+TEST(Fp4DecodePacked, MatchesTheRowMajorDecodeForEveryNibble) {
+  for (int pos = 0; pos < 8; ++pos)
+    for (uint32_t code = 0; code < 16; ++code) {
+      const uint32_t filler = 0xFFFFFFFFu & ~(0xFu << (4 * pos));
+      for (uint32_t fill : {0u, filler, 0x77777777u & filler, 0x88888888u & filler,
+                            0x5A5A5A5Au & filler, 0xA5A5A5A5u & filler}) {
+        const uint32_t w = fill | (code << (4 * pos));
+        uint32_t want[4], got[4];
+        decode_fp4x8(w, want);
+        decode_packed_fp4x8(pack_fp4x8_bits(w), got);
+        for (int q = 0; q < 4; ++q)
+          EXPECT_EQ(got[q], want[q])
+              << "pos " << pos << " code " << code << " fill " << std::hex << fill << " pair " << q;
+      }
+    }
+}
+
+TEST(Fp4DecodePacked, PackingIsABitPermutationOfEachByte) {
+  uint32_t seen = 0;
+  for (int bit = 0; bit < 8; ++bit) {
+    const uint32_t p = pack_fp4x8_bits(1u << bit);
+    EXPECT_EQ(__builtin_popcount(p), 1) << "bit " << bit;
+    EXPECT_LT(p, 0x100u) << "bit " << bit << " left its byte";
+    seen |= p;
+  }
+  EXPECT_EQ(seen, 0xFFu);
+}
+
 TEST(Fp4Decode, PairOrderIsAPermutation) {
   int seen = 0;
   for (int q = 0; q < 4; ++q)

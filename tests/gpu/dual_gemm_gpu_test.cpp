@@ -28,12 +28,14 @@ struct DualCase {
   bool gpumode;
   ScaleLayout a_layout, b_layout;
   DType out = DType::kF16;
+  bool packed = false;  // B1 and B2 through pack_gemm_weights
 };
 
 std::string describe(const DualCase& c) {
   return "M" + std::to_string(c.m) + " N" + std::to_string(c.n) + " K" + std::to_string(c.k) +
          (c.gpumode ? " gpumode" : " realistic") + " A:" + scale_layout_name(c.a_layout) +
-         " B:" + scale_layout_name(c.b_layout) + " " + dtype_name(c.out);
+         " B:" + scale_layout_name(c.b_layout) + " " + dtype_name(c.out) +
+         (c.packed ? " packed" : "");
 }
 
 struct Operands {
@@ -64,8 +66,19 @@ std::vector<double> run_dual(const DualCase& c, const Operands& o, const GemmCon
   DeviceNvfp4 a(o.a), b1(o.b1), b2(o.b2);
   DeviceBuffer out(size_t(c.m * c.n * 2));
   out.poison();
-  *st = dual_gemm_nvfp4(a.view, b1.view, b2.view, TensorView::dense(out.get(), c.out, {c.m, c.n}),
-                        nullptr, cfg);
+  const TensorView cv = TensorView::dense(out.get(), c.out, {c.m, c.n});
+  if (c.packed) {
+    const int64_t bytes = gemm_packed_weight_bytes(c.n, c.k, 1);
+    DeviceBuffer p1{size_t(bytes)}, p2{size_t(bytes)};
+    p1.poison();
+    p2.poison();
+    GemmPackedWeights w1, w2;
+    *st = pack_gemm_weights(b1.view, p1.get(), bytes, nullptr, &w1);
+    if (st->ok()) *st = pack_gemm_weights(b2.view, p2.get(), bytes, nullptr, &w2);
+    if (st->ok()) *st = dual_gemm_nvfp4(a.view, w1, w2, cv, nullptr, cfg);
+  } else {
+    *st = dual_gemm_nvfp4(a.view, b1.view, b2.view, cv, nullptr, cfg);
+  }
   if (!st->ok()) return {};
   const auto bits = out.download<uint16_t>();
   return c.out == DType::kF16 ? testing::fp16_to_doubles(bits) : testing::bf16_to_doubles(bits);
@@ -125,6 +138,13 @@ std::vector<DualCase> shapes() {
     for (int64_t n : {128, 200})
       for (int64_t k : {64, 1024}) v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
   v.push_back({77, 200, 512, false, L::kBlocked, L::kBlocked, DType::kBF16});
+  // Packed weights: a seed and edge shapes (N off the 64-row block, K of
+  // half a stage).
+  v.push_back({256, 3072, 4096, false, L::kLinear, L::kLinear, DType::kF16, true});
+  for (int64_t m : {1, 77, 300})
+    for (int64_t n : {72, 200})
+      for (int64_t k : {64, 1024})
+        v.push_back({m, n, k, (m + k) % 2 == 1, L::kBlocked, L::kLinear, DType::kBF16, true});
   return v;
 }
 
@@ -143,6 +163,17 @@ TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
     l2.split_l2 = true;
     SCOPED_TRACE(l2.describe());
     check_case(c, &l2);
+  }
+}
+
+TEST(DualGemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
+  KESTREL_REQUIRE_GPU();
+  const DualCase c{200,         328, 2048 + 64, false, ScaleLayout::kLinear, ScaleLayout::kLinear,
+                   DType::kF16, true};
+  for (GemmConfig cfg :
+       {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true}}) {
+    SCOPED_TRACE(cfg.describe());
+    check_case(c, &cfg);
   }
 }
 

@@ -33,6 +33,7 @@ struct GemmCase {
   DType out = DType::kF16;
   int64_t c_row_pad = 0;  // extra elements per row of C
   int64_t a_row_gap = 0;  // extra bytes between rows of A's values
+  bool packed = false;    // B through pack_gemm_weights
 };
 
 std::string describe(const GemmCase& c) {
@@ -40,7 +41,7 @@ std::string describe(const GemmCase& c) {
          " L" + std::to_string(c.l) + (c.gpumode ? " gpumode" : " realistic") +
          " A:" + scale_layout_name(c.a_layout) + " B:" + scale_layout_name(c.b_layout) + " " +
          dtype_name(c.out) + " pad" + std::to_string(c.c_row_pad) + " gap" +
-         std::to_string(c.a_row_gap);
+         std::to_string(c.a_row_gap) + (c.packed ? " packed" : "");
 }
 
 struct Operands {
@@ -70,9 +71,18 @@ std::vector<double> run_gemm(const GemmCase& c, const Operands& o, const GemmCon
   const int64_t row = c.n + c.c_row_pad;
   DeviceBuffer out(size_t(c.l * c.m * row * 2));
   out.poison();
-  *st = gemm_nvfp4(a.view, b.view,
-                   TensorView::strided(out.get(), c.out, {c.l, c.m, c.n}, {c.m * row, row, 1}),
-                   nullptr, cfg);
+  const TensorView cv = TensorView::strided(out.get(), c.out, {c.l, c.m, c.n}, {c.m * row, row, 1});
+  if (c.packed) {
+    // Poisoned too: the pack must write its padding.
+    const int64_t bytes = gemm_packed_weight_bytes(c.n, c.k, c.l);
+    DeviceBuffer packed{size_t(bytes)};
+    packed.poison();
+    GemmPackedWeights pw;
+    *st = pack_gemm_weights(b.view, packed.get(), bytes, nullptr, &pw);
+    if (st->ok()) *st = gemm_nvfp4(a.view, pw, cv, nullptr, cfg);
+  } else {
+    *st = gemm_nvfp4(a.view, b.view, cv, nullptr, cfg);
+  }
   if (!st->ok()) return {};
   const auto bits = out.download<uint16_t>();
   std::vector<double> v(size_t(c.l * c.m * c.n));
@@ -146,6 +156,16 @@ std::vector<GemmCase> shapes() {
   v.push_back({130, 328, 1024, 2, true, L::kBlocked, L::kLinear, DType::kF16, 0, 4});
   v.push_back({77, 200, 512, 3, false, L::kBlocked, L::kLinear, DType::kF16, 0, 48});
   v.push_back({300, 4096, 16384, 1, true, L::kLinear, L::kLinear, DType::kBF16});
+  // Packed weights: a seed, edge shapes (M = 1 runs the GEMM kernel, N off
+  // the 128-row tile and off the 64-row block, K of half a stage), batches,
+  // both scale layouts.
+  v.push_back({128, 4096, 7168, 1, false, L::kLinear, L::kLinear, DType::kF16, 0, 0, true});
+  for (int64_t m : {1, 8, 77, 256})
+    for (int64_t n : {72, 200, 4096})
+      for (int64_t k : {64, 1024, 4160})
+        v.push_back({m, n, k, 1, (m + n + k) % 2 == 1, L::kLinear,
+                     (m + k) % 2 ? L::kBlocked : L::kLinear, DType::kF16, 0, 0, true});
+  v.push_back({77, 200, 512, 3, false, L::kBlocked, L::kBlocked, DType::kBF16, 8, 0, true});
   return v;
 }
 
@@ -189,6 +209,63 @@ TEST(GemmGpuConfigs, PersistentCtasTakeManyTiles) {
       SCOPED_TRACE(cfg.describe());
       check_case(c, &cfg);
     }
+}
+
+// Packed weights under every kind of launch: persistent tiles, K splits over
+// a cluster and through L2, the narrowest and widest token tiles.
+TEST(GemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
+  KESTREL_REQUIRE_GPU();
+  using L = ScaleLayout;
+  const GemmCase c{200,         328,          2048 + 64, 2, false, L::kLinear,
+                   L::kBlocked, DType::kBF16, 0,         0, true};
+  for (const GemmConfig& cfg :
+       {GemmConfig{8, 8, 1}, GemmConfig{16, 6, 2}, GemmConfig{128, 5, 4, true},
+        GemmConfig{256, 3, 1}, GemmConfig{32, 8, 1}}) {
+    SCOPED_TRACE(cfg.describe());
+    check_case(c, &cfg);
+  }
+}
+
+// The packed bytes are the documented order (ref::pack_gemm_weights), byte
+// for byte, padding included.
+TEST(GemmPackedWeights, PackMatchesReferenceOrder) {
+  KESTREL_REQUIRE_GPU();
+  for (auto [n, k, l] :
+       {std::tuple<int64_t, int64_t, int64_t>{72, 64, 1}, {200, 4160, 3}, {256, 1024, 1}}) {
+    const ref::HostNvfp4 w = testing::realistic_nvfp4(l, n, k, 77 + n + k);
+    DeviceNvfp4 dw(w, 32);  // strided rows
+    const int64_t bytes = gemm_packed_weight_bytes(n, k, l);
+    DeviceBuffer packed{size_t(bytes)};
+    packed.poison();
+    GemmPackedWeights pw;
+    const Status st = pack_gemm_weights(dw.view, packed.get(), bytes, nullptr, &pw);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(pw.n, n);
+    EXPECT_EQ(pw.k, k);
+    EXPECT_EQ(pw.batches, l);
+    EXPECT_EQ(pw.scales.data, dw.view.scales.data);
+    EXPECT_TRUE(packed.download<uint8_t>() == ref::pack_gemm_weights(w))
+        << "N" << n << " K" << k << " L" << l;
+  }
+}
+
+TEST(GemmPackedWeights, BadArgumentsNameTheRule) {
+  alignas(16) uint8_t dummy[4096];
+  const Nvfp4View w{TensorView::dense(dummy, DType::kE2M1x2, {8, 32}),
+                    TensorView::dense(dummy, DType::kE4M3, {8, 4}), ScaleLayout::kLinear, 1.0f};
+  GemmPackedWeights pw;
+  const int64_t need = gemm_packed_weight_bytes(8, 64, 1);
+  EXPECT_EQ(need, 128 * 64);
+  Status st = pack_gemm_weights(w, dummy, need - 16, nullptr, &pw);
+  EXPECT_NE(st.message().find("out_bytes: must be at least"), std::string::npos) << st.message();
+  st = pack_gemm_weights(w, dummy + 8, need, nullptr, &pw);
+  EXPECT_NE(st.message().find("out: must be 16-byte aligned"), std::string::npos) << st.message();
+  st = pack_gemm_weights(w, dummy, need, nullptr, nullptr);
+  EXPECT_NE(st.message().find("packed: must not be null"), std::string::npos) << st.message();
+  const Nvfp4View w48{TensorView::dense(dummy, DType::kE2M1x2, {8, 24}),
+                      TensorView::dense(dummy, DType::kE4M3, {8, 3}), ScaleLayout::kLinear, 1.0f};
+  st = pack_gemm_weights(w48, dummy, need, nullptr, &pw);
+  EXPECT_NE(st.message().find("K: must be a multiple of 64"), std::string::npos) << st.message();
 }
 
 TEST(GemmGpuGolden, MatchesGoldenCases) {
