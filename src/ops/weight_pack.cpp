@@ -16,8 +16,11 @@ namespace ops {
 
 Nvfp4View packed_weight_view(const GemmPackedWeights& w) {
   Nvfp4View v;
-  v.values =
-      TensorView::dense(const_cast<void*>(w.values), DType::kE2M1x2, {w.batches, w.n, w.k / 2});
+  // The rank of the weights it came from: linear scales must match it.
+  const bool rank3 = w.layout == ScaleLayout::kLinear ? w.scales.rank == 3 : w.batches != 1;
+  void* data = const_cast<void*>(w.values);
+  v.values = rank3 ? TensorView::dense(data, DType::kE2M1x2, {w.batches, w.n, w.k / 2})
+                   : TensorView::dense(data, DType::kE2M1x2, {w.n, w.k / 2});
   v.scales = w.scales;
   v.layout = w.layout;
   v.global_scale = w.global_scale;

@@ -77,8 +77,16 @@ std::vector<double> run_gemm(const GemmCase& c, const Operands& o, const GemmCon
     const int64_t bytes = gemm_packed_weight_bytes(c.n, c.k, c.l);
     DeviceBuffer packed{size_t(bytes)};
     packed.poison();
+    // One batch: the weights as rank-2 views (the packed view keeps their rank).
+    Nvfp4View bv = b.view;
+    if (c.l == 1) {
+      bv.values = TensorView::strided(b.view.values.data, DType::kE2M1x2, {c.n, c.k / 2},
+                                      {b.view.values.stride[1], 1});
+      if (bv.layout == ScaleLayout::kLinear)
+        bv.scales = TensorView::dense(b.view.scales.data, DType::kE4M3, {c.n, c.k / 16});
+    }
     GemmPackedWeights pw;
-    *st = pack_gemm_weights(b.view, packed.get(), bytes, nullptr, &pw);
+    *st = pack_gemm_weights(bv, packed.get(), bytes, nullptr, &pw);
     if (st->ok()) *st = gemm_nvfp4(a.view, pw, cv, nullptr, cfg);
   } else {
     *st = gemm_nvfp4(a.view, b.view, cv, nullptr, cfg);
@@ -266,6 +274,26 @@ TEST(GemmPackedWeights, BadArgumentsNameTheRule) {
                       TensorView::dense(dummy, DType::kE4M3, {8, 3}), ScaleLayout::kLinear, 1.0f};
   st = pack_gemm_weights(w48, dummy, need, nullptr, &pw);
   EXPECT_NE(st.message().find("K: must be a multiple of 64"), std::string::npos) << st.message();
+  // A GemmPackedWeights is checked like the weights it came from.
+  const Nvfp4View a{TensorView::dense(dummy, DType::kE2M1x2, {4, 32}),
+                    TensorView::dense(dummy, DType::kE4M3, {4, 4}), ScaleLayout::kLinear, 1.0f};
+  const TensorView c = TensorView::dense(dummy, DType::kF16, {4, 8});
+  GemmPackedWeights bad;
+  bad.batches = 1;
+  bad.n = 8;
+  bad.k = 64;
+  bad.scales = w.scales;
+  st = gemm_nvfp4(a, bad, c, nullptr);
+  EXPECT_NE(st.message().find("b.values: data is null"), std::string::npos) << st.message();
+  bad.values = dummy;
+  bad.k = 128;
+  st = gemm_nvfp4(a, bad, c, nullptr);
+  EXPECT_NE(st.message().find("b.scales"), std::string::npos) << st.message();
+  bad.k = 64;
+  bad.values = dummy + 8;
+  st = dual_gemm_nvfp4(a, bad, bad, c, nullptr);
+  EXPECT_NE(st.message().find("b.values: data must be 16-byte aligned"), std::string::npos)
+      << st.message();
 }
 
 TEST(GemmGpuGolden, MatchesGoldenCases) {
