@@ -65,8 +65,13 @@ namespace gemm {
 constexpr int kBM = 128;            // weight rows per CTA (2 consumer warpgroups x 64)
 constexpr int kBK = 128;            // K values per stage
 constexpr int kWStageBytes = kBM * kBK / 2;
-static_assert(2 * kPackedBlockStageBytes == kWStageBytes && 2 * kPackedStageBytes == kBK,
+static_assert(2 * kPackedValueBytes == kWStageBytes && 2 * kPackedStageBytes == kBK &&
+                  kPackedStageBlocks == kBK / 16,
               "a packed weight stage is two 64-row blocks of one stage");
+// Weight bytes of a stage in shared memory: packed, two blocks with their
+// scale codes.
+template <bool W_PACKED>
+constexpr int kWSmemStageBytes = W_PACKED ? 2 * kPackedBlockStageBytes : kWStageBytes;
 
 template <int BN>
 struct Smem {
@@ -178,8 +183,10 @@ __global__ void __launch_bounds__(384, 1)
   // for the weight reads to compile to LDS rather than generic loads.)
   uint8_t* smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
   uint8_t* x_smem = smem;                              // [STAGES][2 atoms][BN][128 B]
-  uint8_t* w_smem = smem + STAGES * S::kXStageBytes;   // [STAGES][BM][64 B]
-  uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStageBytes);
+  // [STAGES][BM][64 B]; packed, [STAGES][2 blocks][64 rows x 64 B | 64 x 8 scale codes]
+  uint8_t* w_smem = smem + STAGES * S::kXStageBytes;
+  constexpr int kWStage = kWSmemStageBytes<W_PACKED>;
+  uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStage);
   uint64_t* empty = full + STAGES;
 
   constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
@@ -232,11 +239,11 @@ __global__ void __launch_bounds__(384, 1)
       // Ring position r (counted over the CTA's tiles) holds stage kb of tile tc.
       auto load_w = [&](int r, int kb, int3 tc) {
         const int s = r % STAGES;
-        ptx::mbar_arrive_expect_tx(&full[s], kWStageBytes + S::kXStageBytes);
+        ptx::mbar_arrive_expect_tx(&full[s], kWStage + S::kXStageBytes);
         if constexpr (W_PACKED) {
-          // Two contiguous 4 KB blocks: plain, the tile's two 64-row blocks;
-          // dual, W1's and W2's block of the tile's 64 columns.
-          uint8_t* dst = w_smem + s * kWStageBytes;
+          // Two contiguous blocks (values and scale codes): plain, the
+          // tile's two 64-row blocks; dual, W1's and W2's of its 64 columns.
+          uint8_t* dst = w_smem + s * kWStage;
           const long long at = tc.z * p.w_packed_batch + (long long)kb * kPackedBlockStageBytes;
           const long long block_step = (long long)k_stages * kPackedBlockStageBytes;
           if constexpr (DUAL) {
@@ -298,7 +305,7 @@ __global__ void __launch_bounds__(384, 1)
     // W2): plain, rows g and g + 8 of the warp's 16; dual, column g of the
     // warp's 8 in W1 (the tile's first 64 rows) and in W2 (the next 64).
     const int row_local = DUAL ? cw * 32 + warp * 8 + g : cw * 64 + warp * 16 + g;
-    constexpr int kRow8Bytes = DUAL ? kWStageBytes / 2 : 8 * 64;
+    constexpr int kRow8Bytes = DUAL ? kWStage / 2 : 8 * 64;
     const int kblocks = p.k / 16;
     // Blocks b0 = 8 kb + 2t and b0 + 1 of a row are adjacent bytes in both
     // scale layouts, and stage kb + 1's are kScaleStep bytes on: the row
@@ -337,10 +344,24 @@ __global__ void __launch_bounds__(384, 1)
       ptx::wgmma_commit();
     };
     const NibbleMasks nm;
-    const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_local * 64 + t * 16);
-    auto prepare = [&](uint32_t i, const WScales& sc, WFrag& f) {
+    // A lane's rows lie in one 64-row block (dual: W1's, W2's in the next).
+    const uint32_t row_block = uint32_t(row_local / 64) * (kWStage / 2) + (row_local % 64) * 64;
+    const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_block + t * 16);
+    // Packed: the lane's scale codes (blocks 2t, 2t + 1) of its first row
+    // in the stage; its second row's are kScale8Bytes on.
+    const uint32_t s_lane = ptx::smem_u32(w_smem) + uint32_t(row_local / 64) * (kWStage / 2) +
+                            kPackedValueBytes + (row_local % 64) * kPackedStageBlocks + 2 * t;
+    constexpr int kScale8Bytes = DUAL ? kWStage / 2 : 8 * kPackedStageBlocks;
+    // Packed weights bring the stage's scale codes (read here, after the
+    // stage landed); else load_scales fetched them from global memory.
+    auto prepare = [&](uint32_t i, WScales& sc, WFrag& f) {
       ptx::mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
-      decode_stage<kRow8Bytes, W_PACKED>(w_lane + (i % STAGES) * kWStageBytes, sc, nm, f);
+      const uint32_t stage = (i % STAGES) * kWStage;
+      if constexpr (W_PACKED) {
+        sc.pair[0] = ptx::ld_shared_u16(s_lane + stage);
+        sc.pair[1] = ptx::ld_shared_u16(s_lane + stage + kScale8Bytes);
+      }
+      decode_stage<kRow8Bytes, W_PACKED>(w_lane + stage, sc, nm, f);
     };
     // One arrival per warp; with packed weights one per thread, so that each
     // thread's reads of the stage are ordered before the bulk copies' rewrite
@@ -360,10 +381,12 @@ __global__ void __launch_bounds__(384, 1)
       const int tile_n = tc.x, tile_m = tc.y, l = tc.z;
       const int row_g = tile_n * kRowsPerTile + row_local;
       const int row_g8 = DUAL ? row_g : row_g + 8;
-      const uint8_t* sc_g = scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g);
-      const uint8_t* sc_g8 = DUAL ? scale_row(p.sw2, p.sw2_batch, p.sw2_row, l, row_g8)
-                                  : scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g8);
+      const uint8_t* sc_g = W_PACKED ? nullptr : scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g);
+      const uint8_t* sc_g8 = W_PACKED ? nullptr
+                             : DUAL   ? scale_row(p.sw2, p.sw2_batch, p.sw2_row, l, row_g8)
+                                      : scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g8);
       auto load_scales = [&](int kb, WScales& sc) {
+        if constexpr (W_PACKED) return;
         const uint32_t at = uint32_t(kb) * kScaleStep;
         const unsigned short* pg = reinterpret_cast<const unsigned short*>(sc_g + at);
         const unsigned short* pg8 = reinterpret_cast<const unsigned short*>(sc_g8 + at);

@@ -1,40 +1,64 @@
 // NVFP4 weights -> the GEMM's packed weight order (common/nvfp4_weight_order.cuh).
 // One thread per 16 bytes of output, in output order: the stores are
-// contiguous, and each row's 64 bytes of a stage are read by four
-// neighbouring threads. A one-time conversion of a weight matrix, so nothing
-// here is tuned beyond 16-byte accesses.
+// contiguous; a stage's value bytes are read by four neighbouring threads
+// per row, its scale codes by one thread per two rows. A one-time conversion
+// of a weight matrix, so nothing here is tuned beyond 16-byte stores.
 #pragma once
 #include <cuda/std/cstdint>
 
 #include "common/fp4_decode.cuh"
+#include "common/nvfp4_scale_layout.cuh"
 #include "common/nvfp4_weight_order.cuh"
 #include "common/ptx.cuh"
 
 namespace kestrel {
 
-// w: [L][n][k/2] bytes with 16-byte aligned rows and batches (strides in
-// bytes), k a multiple of 32; out: packed_weight_batch_bytes(n, k) * L bytes.
-__global__ void __launch_bounds__(256)
-    nvfp4_weight_pack_kernel(const uint8_t* __restrict__ w, long long w_batch, long long w_row,
-                             long long n, long long k, long long batches,
-                             uint8_t* __restrict__ out) {
-  constexpr int kChunksPerRow = kPackedStageBytes / 16;
-  constexpr int kChunksPerBlockStage = kPackedBlockStageBytes / 16;
-  const long long stages = packed_weight_stages(k), blocks = packed_weight_blocks(n);
-  const long long chunks = batches * blocks * stages * kChunksPerBlockStage;
+struct WeightPackParams {  // mirrored in src/ops/weight_pack.cpp
+  const uint8_t* w;        // values [L][n][k/2], 16-byte aligned rows and batches
+  long long w_batch, w_row;
+  const uint8_t* sw;  // scales, linear (strides below) or blocked
+  long long sw_batch, sw_row;
+  long long n, k, batches;
+  uint8_t* out;  // packed_weight_batch_bytes(n, k) * batches bytes
+};
+
+template <bool BLOCKED>
+__global__ void __launch_bounds__(256) nvfp4_weight_pack_kernel(const WeightPackParams p) {
+  constexpr int kValueChunks = kPackedValueBytes / 16;  // 4 per row
+  constexpr int kChunks = kPackedBlockStageBytes / 16;  // then 2 rows of scales each
+  constexpr int kRowsPerScaleChunk = 16 / kPackedStageBlocks;
+  const long long stages = packed_weight_stages(p.k), blocks = packed_weight_blocks(p.n);
+  const long long kblocks = p.k / 16;
+  const long long chunks = p.batches * blocks * stages * kChunks;
   for (long long q = blockIdx.x * 256ll + threadIdx.x; q < chunks; q += 256ll * gridDim.x) {
-    const long long block_stage = q / kChunksPerBlockStage;
+    const long long block_stage = q / kChunks;
+    const int c = int(q % kChunks);
     const long long kb = block_stage % stages, blk = block_stage / stages % blocks;
-    const long long l = block_stage / stages / blocks;
-    const long long row = blk * kPackedRows + q % kChunksPerBlockStage / kChunksPerRow;
-    const long long kbyte = kb * kPackedStageBytes + (q % kChunksPerRow) * 16;
+    const int l = int(block_stage / stages / blocks);
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (row < n && kbyte < k / 2) {
-      v = ptx::ld_nc_v4(w + l * w_batch + row * w_row + kbyte);
-      v = make_uint4(pack_fp4x8_bits(v.x), pack_fp4x8_bits(v.y), pack_fp4x8_bits(v.z),
-                     pack_fp4x8_bits(v.w));
+    if (c < kValueChunks) {
+      const long long row = blk * kPackedRows + c / (kPackedStageBytes / 16);
+      const long long kbyte = kb * kPackedStageBytes + (c % (kPackedStageBytes / 16)) * 16;
+      if (row < p.n && kbyte < p.k / 2) {
+        v = ptx::ld_nc_v4(p.w + l * p.w_batch + row * p.w_row + kbyte);
+        v = make_uint4(pack_fp4x8_bits(v.x), pack_fp4x8_bits(v.y), pack_fp4x8_bits(v.z),
+                       pack_fp4x8_bits(v.w));
+      }
+    } else {
+      uint32_t words[4] = {0u, 0u, 0u, 0u};
+      for (int i = 0; i < 16; ++i) {
+        const long long row =
+            blk * kPackedRows + (c - kValueChunks) * kRowsPerScaleChunk + i / kPackedStageBlocks;
+        const long long kblock = kb * kPackedStageBlocks + i % kPackedStageBlocks;
+        if (row < p.n && kblock < kblocks)
+          words[i / 4] |=
+              uint32_t(
+                  p.sw[scale_offset<BLOCKED>(p.sw_batch, p.sw_row, l, row, kblock, p.n, kblocks)])
+              << (8 * (i % 4));
+      }
+      v = make_uint4(words[0], words[1], words[2], words[3]);
     }
-    ptx::st_global_v4(out + q * 16, v);
+    ptx::st_global_v4(p.out + q * 16, v);
   }
 }
 

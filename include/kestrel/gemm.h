@@ -52,24 +52,22 @@ GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t bat
                                     int sm_count);
 
 // Optional weight prepack for the two GEMMs above. pack_gemm_weights
-// rearranges w's values once so that each stage of 64 rows x 128 K values
-// is 4 KB of contiguous memory (one bulk copy instead of 64 row pieces) and
-// the kernel's FP4 decode takes 9 integer ops per 8 values instead of 11;
-// the scales are used as they are. A GemmPackedWeights refers to the packed
-// values and to w's scales (both must outlive it). Measured on the H100
-// (BENCHMARKS.md, session 16): M = 16..256 products 3.4-8.8% faster (M128
-// N7168 K16384 54.8 -> 52.2 us, M16 N = K = 8192 25.2 -> 23.0), M >= 512
-// within 1%; M = 1 slower (21.7 us against the row-major GEMV's 20.2 at
-// N = K = 8192), so decode-only weights are best left row-major.
+// rearranges w once so that each stage of 64 rows x 128 K values, with its
+// e4m3 scale codes, is 4608 contiguous bytes (one bulk copy instead of 64
+// row pieces and the kernel's global scale loads) and the FP4 decode takes
+// 9 integer ops per 8 values instead of 11. The packed buffer holds values
+// and scales; w is not needed afterwards. Measured on the H100 (BENCHMARKS.md,
+// session 16): M = 16..256 products 5-13% faster (M128 N7168 K16384 54.9 ->
+// 50.0 us, M16 N = K = 8192 24.7 -> 21.5), M >= 512 1-2%; M = 1 slower than
+// the row-major GEMV (21.7 vs 20.2 us at N = K = 8192), so decode-only weights
+// are best left row-major.
 struct GemmPackedWeights {
   const void* values = nullptr;  // gemm_packed_weight_bytes(n, k, batches) bytes
   int64_t batches = 0, n = 0, k = 0;
-  TensorView scales;  // w's scales, unchanged
-  ScaleLayout layout = ScaleLayout::kLinear;
   float global_scale = 1.0f;
 };
-// Bytes of the packed values of L x N x K weights (N rounded up to 128 and
-// K to 128 values; the padding is zero).
+// Bytes of L x N x K packed weights (N rounded up to 128 and K to 128
+// values; the padding is zero).
 int64_t gemm_packed_weight_bytes(int64_t n, int64_t k, int64_t batches);
 // w: as gemm_nvfp4's b. out: device memory of at least
 // gemm_packed_weight_bytes(...) bytes, 16-byte aligned. Stream-ordered; on

@@ -1,5 +1,6 @@
 // Host side of the NVFP4 dual GEMM (SwiGLU): validate both weights against
 // the same activations, then the shared GEMM launch with the second weight.
+#include <algorithm>
 #include <string>
 
 #include "kestrel/gemm.h"
@@ -44,7 +45,10 @@ Status run_dual_gemm(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b
   GemmConfig cfg =
       config ? *config
              : dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
-  KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
+  if (!config && w_packed)
+    cfg.stages = std::min(cfg.stages, ops::gemm_max_stages(cfg.block_n, true));
+  KESTREL_RETURN_IF_ERROR(
+      ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev, w_packed));
   if (!config)
     KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
         shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, w_packed, &cfg));

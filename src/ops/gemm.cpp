@@ -50,8 +50,8 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   const bool split_l2 = cfg.splits_through_l2();
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
-  rt::LaunchShape ls =
-      gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count, dual, split_l2);
+  rt::LaunchShape ls = gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count,
+                                         dual, split_l2, w_packed);
   KESTREL_RETURN_IF_ERROR(check_gemm_grid(ls));
   rt::StreamScratch x16;
   const int64_t x_rows = activation_rows(shape, cfg.block_n);
@@ -118,8 +118,8 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   while (cfg->split_k > 1) {
-    const rt::LaunchShape ls =
-        gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k, dev->sm_count, dual);
+    const rt::LaunchShape ls = gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k,
+                                                 dev->sm_count, dual, false, w_packed);
     rt::Kernel kernel;
     KESTREL_RETURN_IF_ERROR(
         rt::Kernel::get(gemm_kernel_spec(out, *cfg, w_blocked, dual, w_packed), &kernel));
@@ -201,7 +201,10 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
   GemmConfig cfg =
       config ? *config
              : gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
-  KESTREL_RETURN_IF_ERROR(ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev));
+  if (!config && w_packed)
+    cfg.stages = std::min(cfg.stages, ops::gemm_max_stages(cfg.block_n, true));
+  KESTREL_RETURN_IF_ERROR(
+      ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev, w_packed));
   if (!config)
     KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
         shape, c.dtype, b.layout == ScaleLayout::kBlocked, false, w_packed, &cfg));

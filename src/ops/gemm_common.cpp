@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/nvfp4_weight_order.cuh"
 #include "kestrel/gemm.h"
 #include "ops/act_prepass.h"
 #include "ops/tma_views.h"
@@ -11,14 +12,15 @@
 
 namespace kestrel::ops {
 
-int gemm_smem_bytes(int block_n, int stages) {
-  const int stage = kGemmBlockM * kGemmBlockK / 2 + block_n * kGemmBlockK * 2;
+int gemm_smem_bytes(int block_n, int stages, bool w_packed) {
+  const int weights = w_packed ? 2 * kPackedBlockStageBytes : kGemmBlockM * kGemmBlockK / 2;
+  const int stage = weights + block_n * kGemmBlockK * 2;
   return stages * stage + 2 * stages * 8 + 1024;  // + barriers + 1024-byte alignment slack
 }
 
-int gemm_max_stages(int block_n) {
+int gemm_max_stages(int block_n, bool w_packed) {
   int s = 8;
-  while (s > 2 && gemm_smem_bytes(block_n, s) > kGemmSmemLimit) --s;
+  while (s > 2 && gemm_smem_bytes(block_n, s, w_packed) > kGemmSmemLimit) --s;
   return s;
 }
 
@@ -69,9 +71,10 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   return Status::Ok();
 }
 
-Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev) {
+Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
+                         bool w_packed) {
   const auto& bns = gemm_block_n_choices();
-  const int smem = gemm_smem_bytes(block_n, stages);
+  const int smem = gemm_smem_bytes(block_n, stages, w_packed);
   if (std::find(bns.begin(), bns.end(), block_n) == bns.end() || stages < 2 || stages > 8 ||
       (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8))
     return Status::InvalidArgument("config: block_n must be one of gemm_block_n_choices(), "
@@ -149,7 +152,7 @@ Status check_gemm_grid(const rt::LaunchShape& ls) {
 }
 
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  int sm_count, bool dual, bool split_l2) {
+                                  int sm_count, bool dual, bool split_l2, bool w_packed) {
   rt::LaunchShape shape;
   const int64_t tiles_n = ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM);
   const int64_t tiles_m = ceil_div(s.m, block_n);
@@ -159,7 +162,7 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, i
     shape.grid = dim3(unsigned(tiles_n * split_k), unsigned(tiles_m), unsigned(s.batches));
   shape.block = dim3(384);
   shape.cluster = dim3(split_l2 ? 1u : unsigned(split_k), 1, 1);
-  shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages));
+  shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages, w_packed));
   return shape;
 }
 

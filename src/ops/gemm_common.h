@@ -22,9 +22,10 @@ constexpr float kDecodeUnitSquared = 268435456.0f;  // 2^28
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Dynamic shared memory of one GEMM CTA (the dual GEMM's stage holds 64 rows
-// of each weight: the same bytes).
-int gemm_smem_bytes(int block_n, int stages);
-int gemm_max_stages(int block_n);
+// of each weight: the same bytes; packed weights bring their scale codes,
+// 1 KB more per stage).
+int gemm_smem_bytes(int block_n, int stages, bool w_packed = false);
+int gemm_max_stages(int block_n, bool w_packed = false);
 
 struct GemmShape {
   int64_t batches, m, n, k;
@@ -34,7 +35,8 @@ struct GemmShape {
 // a: activations, b: weights, c: output. Checks formats, shapes, alignment.
 Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                      const char* c_name, GemmShape* out);
-Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev);
+Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
+                         bool w_packed = false);
 
 // Rows per batch of the pre-passed activations: M rounded up to whole token
 // tiles (the rows past M are zero).
@@ -52,7 +54,8 @@ void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 // the CTAs are persistent, one per SM at most; with one, a CTA per tile and
 // rank.
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  int sm_count, bool dual = false, bool split_l2 = false);
+                                  int sm_count, bool dual = false, bool split_l2 = false,
+                                  bool w_packed = false);
 
 // A split launch holds the token tiles in grid.y (at most 65535); without a
 // split the CTAs are persistent and any M fits.

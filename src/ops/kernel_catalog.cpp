@@ -85,7 +85,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 2}, true, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 4, true}, false, false));
   // Packed weights: their pack kernel, plain and dual, with and without a split.
-  specs.push_back(weight_pack_kernel_spec());
+  for (bool blk : {false, true}) specs.push_back(weight_pack_kernel_spec(blk));
   specs.push_back(gemm_kernel_spec(DType::kF16, {8, 8, 1}, false, false, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {128, 5, 2, true}, true, false, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, true, true, true));

@@ -40,8 +40,10 @@ rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked
           {}};
 }
 
-rt::KernelSpec weight_pack_kernel_spec() {
-  return {"nvfp4_weight_pack.cuh", "kestrel::nvfp4_weight_pack_kernel", {}};
+rt::KernelSpec weight_pack_kernel_spec(bool blocked) {
+  return {"nvfp4_weight_pack.cuh",
+          std::string("kestrel::nvfp4_weight_pack_kernel<") + flag(blocked) + ">",
+          {}};
 }
 
 rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16) {

@@ -14,7 +14,8 @@ rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_b
 // w_packed: the weights in the packed order of pack_gemm_weights.
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual,
                                 bool w_packed = false);
-rt::KernelSpec weight_pack_kernel_spec();
+// blocked: the weights' scales in the blocked layout.
+rt::KernelSpec weight_pack_kernel_spec(bool blocked);
 // The GEMMs' activation pre-pass; vec16: A's rows are 16-byte aligned.
 rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16);
 

@@ -11,18 +11,29 @@
 #include "runtime/launcher.h"
 
 namespace kestrel {
+namespace {
+
+struct WeightPackParams {  // mirrors kernels/nvfp4_weight_pack.cuh
+  const void* w;
+  long long w_batch, w_row;
+  const void* sw;
+  long long sw_batch, sw_row;
+  long long n, k, batches;
+  void* out;
+};
+
+}  // namespace
 
 namespace ops {
 
 Nvfp4View packed_weight_view(const GemmPackedWeights& w) {
-  Nvfp4View v;
-  // The rank of the weights it came from: linear scales must match it.
-  const bool rank3 = w.layout == ScaleLayout::kLinear ? w.scales.rank == 3 : w.batches != 1;
+  // The scale codes live inside the packed buffer; the view's linear scales
+  // (over the same buffer) only carry the shape for validate_gemm.
   void* data = const_cast<void*>(w.values);
-  v.values = rank3 ? TensorView::dense(data, DType::kE2M1x2, {w.batches, w.n, w.k / 2})
-                   : TensorView::dense(data, DType::kE2M1x2, {w.n, w.k / 2});
-  v.scales = w.scales;
-  v.layout = w.layout;
+  Nvfp4View v;
+  v.values = TensorView::dense(data, DType::kE2M1x2, {w.batches, w.n, w.k / 2});
+  v.scales = TensorView::dense(data, DType::kE4M3, {w.batches, w.n, w.k / 16});
+  v.layout = ScaleLayout::kLinear;
   v.global_scale = w.global_scale;
   return v;
 }
@@ -51,23 +62,34 @@ Status pack_gemm_weights(const Nvfp4View& w, void* out, int64_t out_bytes, cudaS
   if (need > 0) {
     const rt::DeviceInfo* dev = nullptr;
     KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+    const bool blocked = w.layout == ScaleLayout::kBlocked;
     rt::Kernel kernel;
-    KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::weight_pack_kernel_spec(), &kernel));
+    KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::weight_pack_kernel_spec(blocked), &kernel));
     const ops::Shape3 v = ops::shape3(w.values);
+    WeightPackParams p{};
+    p.w = w.values.data;
+    p.w_batch = v.batch_stride;
+    p.w_row = v.row_stride;
+    p.sw = w.scales.data;
+    if (!blocked) {
+      const ops::Shape3 s = ops::shape3(w.scales);
+      p.sw_batch = s.batch_stride;
+      p.sw_row = s.row_stride;
+    }
+    p.n = n;
+    p.k = k;
+    p.batches = batches;
+    p.out = out;
     rt::LaunchShape ls;
     ls.block = dim3(256);
     ls.grid = dim3(unsigned(std::min<int64_t>(ops::ceil_div(need / 16, 256), 8 * dev->sm_count)));
-    KESTREL_RETURN_IF_ERROR(kernel(ls, stream, w.values.data, (long long)v.batch_stride,
-                                   (long long)v.row_stride, (long long)n, (long long)k,
-                                   (long long)batches, out));
+    KESTREL_RETURN_IF_ERROR(kernel(ls, stream, p));
   }
   GemmPackedWeights r;
   r.values = out;
   r.batches = batches;
   r.n = n;
   r.k = k;
-  r.scales = w.scales;
-  r.layout = w.layout;
   r.global_scale = w.global_scale;
   *packed = r;
   return Status::Ok();

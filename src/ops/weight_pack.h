@@ -6,8 +6,7 @@
 
 namespace kestrel::ops {
 
-// Packed weights as an Nvfp4View of their logical [L][N][K/2] shape (rank 2
-// or 3 as the weights they came from), dense:
+// Packed weights as an Nvfp4View of their logical [L][N][K/2] shape, dense:
 // validate_gemm reads its shape, scales and alignment, the launch its data
 // pointer (the packed buffer, never read row-major).
 Nvfp4View packed_weight_view(const GemmPackedWeights& w);

@@ -94,6 +94,10 @@ std::vector<uint8_t> pack_gemm_weights(const HostNvfp4& w) {
       for (int64_t j = 0; j < row_bytes; ++j)
         out[static_cast<size_t>(packed_weight_offset(w.rows, w.k, l, r, j))] = uint8_t(
             pack_fp4x8_bits(w.values[static_cast<size_t>((l * w.rows + r) * row_bytes + j)]));
+  for (int64_t l = 0; l < w.batches; ++l)
+    for (int64_t r = 0; r < w.rows; ++r)
+      for (int64_t b = 0; b < w.k / 16; ++b)
+        out[static_cast<size_t>(packed_scale_offset(w.rows, w.k, l, r, b))] = w.scale_code(l, r, b);
   return out;
 }
 

@@ -39,9 +39,9 @@ std::vector<double> gemv_nvfp4(const HostNvfp4& a, const HostNvfp4& b);
 std::vector<double> gemm_nvfp4(const HostNvfp4& a, const HostNvfp4& b);
 // C = silu(A B1^T) * (A B2^T), silu(g) = g / (1 + exp(-g))
 std::vector<double> dual_gemm_nvfp4(const HostNvfp4& a, const HostNvfp4& b1, const HostNvfp4& b2);
-// The GEMMs' packed weight order (pack_gemm_weights, kernels/common/
-// nvfp4_weight_order.cuh): packed_weight_batch_bytes(rows, k) bytes per
-// batch, the padding zero.
+// The GEMMs' packed weights (pack_gemm_weights, kernels/common/
+// nvfp4_weight_order.cuh), values and scale codes: packed_weight_batch_bytes(
+// rows, k) bytes per batch, the padding zero.
 std::vector<uint8_t> pack_gemm_weights(const HostNvfp4& w);
 // One GEMM per group; group g has its own A (M_g x K) and B (N x K).
 std::vector<std::vector<double>> grouped_gemm_nvfp4(const std::vector<HostNvfp4>& a,

@@ -72,6 +72,19 @@ TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
       }
 }
 
+// Packed weights bring 1 KB of scale codes per stage: the deepest ring that
+// fits is at most one stage shallower, and still fits.
+TEST(Nvfp4Config, PackedWeightStagesFit) {
+  for (int bn : gemm_block_n_choices()) {
+    const int packed = ops::gemm_max_stages(bn, true), plain = ops::gemm_max_stages(bn);
+    EXPECT_LE(ops::gemm_smem_bytes(bn, packed, true), ops::kGemmSmemLimit) << "bn" << bn;
+    EXPECT_GT(ops::gemm_smem_bytes(bn, packed, true), ops::gemm_smem_bytes(bn, packed));
+    EXPECT_TRUE(packed == plain || packed == plain - 1) << "bn" << bn;
+  }
+  EXPECT_EQ(ops::gemm_max_stages(192, true), 3);
+  EXPECT_EQ(ops::gemm_max_stages(192), 4);
+}
+
 // The dual GEMM's choice BENCHMARKS.md measured (sessions 11, 13): a second
 // tile of 128 tokens rather than a K split at M = 256; one tile of 256
 // tokens at M = 512.
