@@ -6,10 +6,10 @@
 //
 // Stages (ThunderKittens-style roles):
 //  - producer warp: TMA loads of the FP4 weight tile (BM rows x 64 bytes;
-//    W_PACKED: two contiguous 4 KB bulk copies of the stage-ordered weights
-//    of kernels/nvfp4_weight_pack.cuh) and of the fp16 activation tile (BN tokens x 128, 128-byte
-//    swizzled, prepared by kernels/nvfp4_act_prepass.cuh) into a STAGES-deep
-//    mbarrier ring;
+//    W_PACKED: two contiguous bulk copies of 64 rows' values and scale codes
+//    each, kernels/nvfp4_weight_pack.cuh) and of the fp16 activation tile
+//    (BN tokens x 128, 128-byte swizzled, prepared by
+//    kernels/nvfp4_act_prepass.cuh) into a STAGES-deep mbarrier ring;
 //  - two consumer warpgroups, 64 weight rows each: every lane reads 16 bytes
 //    of two rows from shared memory, decodes them to fp16 by bit placement and
 //    scales them by the e4m3 block scale (exact), and issues wgmma with the
@@ -53,8 +53,9 @@ struct GemmParams {
   float alpha2;  // dual GEMM: the same for the second weight
   float* partial;  // split-K through L2: [tile][rank][BN / 8][256] float4 accumulators
   int* arrivals;   // split-K through L2: CTAs done per tile; zero between calls
-  // W_PACKED: the weights in stage order (kernels/nvfp4_weight_pack.cuh),
-  // [L][w_blocks][k_stages][64 rows][64 B], and the second weight's (dual).
+  // W_PACKED: the weights in stage order (common/nvfp4_weight_order.cuh),
+  // [L][w_blocks][k_stages][64 x 64 B values | 64 x 8 scale codes], and the
+  // second weight's (dual); sw / sw2 are then unused.
   const uint8_t* w_packed;
   const uint8_t* w2_packed;
   long long w_packed_batch;  // bytes per batch
