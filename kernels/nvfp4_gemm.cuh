@@ -328,30 +328,31 @@ __global__ void __launch_bounds__(384, 1)
     float acc[kAcc];
     // The activation descriptors differ only in their start address (bits
     // 0..13, address / 16), which stays in range: built once, then offset
-    // per stage and step (fewer instructions in the loop, which its time
-    // follows).
+    // per stage and step by a 64-bit add that never carries into the high
+    // word. ptxas makes that one uniform instruction per wgmma (composing
+    // the words from 32-bit halves cost two moves more), and the loop's time
+    // follows its instruction count.
     const uint64_t x_desc = ptx::smem_desc_sw128(x_smem);
-    const uint32_t x_desc_lo = uint32_t(x_desc), x_desc_hi = uint32_t(x_desc >> 32);
     // Ring positions are unsigned: cheaper % and / by a STAGES of 3 or 5.
     auto issue = [&](uint32_t i, const WFrag& f) {
-      const uint32_t stage_lo = x_desc_lo + (i % STAGES) * (S::kXStageBytes >> 4);
+      const uint64_t stage_desc = x_desc + (i % STAGES) * (S::kXStageBytes >> 4);
       ptx::wgmma_fence();
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         // k16 step j: atom j / 4, 32 bytes further per step inside the atom.
-        const uint32_t lo = stage_lo + (j / 4) * (S::kXAtomBytes >> 4) + (j % 4) * 2;
-        wgmma::RS<BN>::mma(acc, f.a[j], (uint64_t(x_desc_hi) << 32) | lo, 1);
+        wgmma::RS<BN>::mma(acc, f.a[j],
+                           stage_desc + ((j / 4) * (S::kXAtomBytes >> 4) + (j % 4) * 2), 1);
       }
       ptx::wgmma_commit();
     };
     const NibbleMasks nm;
     // A lane's rows lie in one 64-row block (dual: W1's, W2's in the next).
-    const uint32_t row_block = uint32_t(row_local / 64) * (kWStage / 2) + (row_local % 64) * 64;
-    const uint32_t w_lane = ptx::opaque(ptx::smem_u32(w_smem) + row_block + t * 16);
+    const uint32_t lane_block = ptx::smem_u32(w_smem) + uint32_t(row_local / 64) * (kWStage / 2);
+    const uint32_t w_lane = ptx::opaque(lane_block + (row_local % 64) * 64 + t * 16);
     // Packed: the lane's scale codes (blocks 2t, 2t + 1) of its first row
     // in the stage; its second row's are kScale8Bytes on.
-    const uint32_t s_lane = ptx::smem_u32(w_smem) + uint32_t(row_local / 64) * (kWStage / 2) +
-                            kPackedValueBytes + (row_local % 64) * kPackedStageBlocks + 2 * t;
+    const uint32_t s_lane =
+        lane_block + kPackedValueBytes + (row_local % 64) * kPackedStageBlocks + 2 * t;
     constexpr int kScale8Bytes = DUAL ? kWStage / 2 : 8 * kPackedStageBlocks;
     // Packed weights bring the stage's scale codes (read here, after the
     // stage landed); else load_scales fetched them from global memory.
