@@ -42,16 +42,10 @@ Status run_dual_gemm(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b
     return Status::Unsupported("dual_gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " +
                                dev->arch());
   if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
-  GemmConfig cfg =
-      config ? *config
-             : dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
-  if (!config && w_packed)
-    cfg.stages = std::min(cfg.stages, ops::gemm_max_stages(cfg.block_n, true));
-  KESTREL_RETURN_IF_ERROR(
-      ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev, w_packed));
-  if (!config)
-    KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
-        shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, w_packed, &cfg));
+  GemmConfig cfg;
+  KESTREL_RETURN_IF_ERROR(ops::resolve_gemm_config(
+      config, dual_gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count),
+      shape, c.dtype, b1.layout == ScaleLayout::kBlocked, true, w_packed, &cfg));
   return ops::launch_nvfp4_gemm(a, b1, &b2, w_packed, c, shape, cfg, stream);
 }
 

@@ -113,10 +113,10 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   return kernel(ls, stream, map_w, map_w2, map_x, map_c, p);
 }
 
-Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
-                                     bool w_packed, GemmConfig* cfg) {
-  const rt::DeviceInfo* dev = nullptr;
-  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+namespace {
+
+Status fit_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
+                             bool w_packed, const rt::DeviceInfo* dev, GemmConfig* cfg) {
   while (cfg->split_k > 1) {
     const rt::LaunchShape ls = gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k,
                                                  dev->sm_count, dual, false, w_packed);
@@ -135,6 +135,21 @@ Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_b
     cfg->split_k /= 2;
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
+                           const GemmShape& shape, DType out, bool w_blocked, bool dual,
+                           bool w_packed, GemmConfig* cfg) {
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  *cfg = given ? *given : heuristic;
+  if (!given && w_packed) cfg->stages = std::min(cfg->stages, gemm_max_stages(cfg->block_n, true));
+  KESTREL_RETURN_IF_ERROR(
+      check_gemm_config(cfg->block_n, cfg->stages, cfg->split_k, dev, w_packed));
+  if (given) return Status::Ok();
+  return fit_split_to_one_wave(shape, out, w_blocked, dual, w_packed, dev, cfg);
 }
 
 }  // namespace ops
@@ -198,17 +213,10 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
     return gemv_nvfp4(b, a, cv, stream);
   }
 
-  GemmConfig cfg =
-      config ? *config
-             : gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count);
-  if (!config && w_packed)
-    cfg.stages = std::min(cfg.stages, ops::gemm_max_stages(cfg.block_n, true));
-  KESTREL_RETURN_IF_ERROR(
-      ops::check_gemm_config(cfg.block_n, cfg.stages, cfg.split_k, dev, w_packed));
-  if (!config)
-    KESTREL_RETURN_IF_ERROR(ops::fit_default_split_to_one_wave(
-        shape, c.dtype, b.layout == ScaleLayout::kBlocked, false, w_packed, &cfg));
-
+  GemmConfig cfg;
+  KESTREL_RETURN_IF_ERROR(ops::resolve_gemm_config(
+      config, gemm_default_config(shape.m, shape.n, shape.k, shape.batches, dev->sm_count), shape,
+      c.dtype, b.layout == ScaleLayout::kBlocked, false, w_packed, &cfg));
   return ops::launch_nvfp4_gemm(a, b, nullptr, w_packed, c, shape, cfg, stream);
 }
 

@@ -63,12 +63,15 @@ Status check_gemm_grid(const rt::LaunchShape& ls);
 
 // Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
 // with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.
-// A default configuration whose split-K clusters do not all fit on the GPU
-// at once would run a second wave as long as the first (clusters of 4 or 8
-// CTAs must sit in one GPC: 30 x 4 of an H100's 132 SMs): its split is
-// halved until they fit, or down to 1.
-Status fit_default_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
-                                     bool w_packed, GemmConfig* cfg);
+// The configuration a launch runs: a given one as it is; a default one (the
+// shape heuristic's) with its stages capped to what fits beside packed
+// weights, and its split halved until the split-K clusters all fit on the
+// GPU at once (else a second wave runs as long as the first: clusters of 4
+// or 8 CTAs must sit in one GPC, 30 x 4 of an H100's 132 SMs), or down to 1.
+// Either is checked against the kernel's limits.
+Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
+                           const GemmShape& shape, DType out, bool w_blocked, bool dual,
+                           bool w_packed, GemmConfig* cfg);
 
 // w_packed: b (and b2) are packed_weight_view()s of packed weights.
 Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, bool w_packed,
