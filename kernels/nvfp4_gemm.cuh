@@ -329,9 +329,10 @@ __global__ void __launch_bounds__(384, 1)
     // The activation descriptors differ only in their start address (bits
     // 0..13, address / 16), which stays in range: built once, then offset
     // per stage and step by a 64-bit add that never carries into the high
-    // word. ptxas makes that one uniform instruction per wgmma (composing
-    // the words from 32-bit halves cost two moves more), and the loop's time
-    // follows its instruction count.
+    // word: one uniform instruction per wgmma, where composing the words
+    // from 32-bit halves cost two moves more (27 instructions fewer per
+    // stage, the same time on the H100, session 17: uniform moves do not
+    // limit this loop, its decode does).
     const uint64_t x_desc = ptx::smem_desc_sw128(x_smem);
     // Ring positions are unsigned: cheaper % and / by a STAGES of 3 or 5.
     auto issue = [&](uint32_t i, const WFrag& f) {

@@ -61,8 +61,6 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, i
 // split the CTAs are persistent and any M fits.
 Status check_gemm_grid(const rt::LaunchShape& ls);
 
-// Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
-// with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.
 // The configuration a launch runs: a given one as it is; a default one (the
 // shape heuristic's) with its stages capped to what fits beside packed
 // weights, and its split halved until the split-K clusters all fit on the
@@ -73,6 +71,8 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
                            const GemmShape& shape, DType out, bool w_blocked, bool dual,
                            bool w_packed, GemmConfig* cfg);
 
+// Pre-passes A and launches kernels/nvfp4_gemm.cuh: the plain GEMM of b, or
+// with b2 the SwiGLU dual GEMM silu(A b^T) * (A b2^T). Arguments validated.
 // w_packed: b (and b2) are packed_weight_view()s of packed weights.
 Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, bool w_packed,
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
