@@ -12,7 +12,6 @@
 namespace kestrel {
 namespace {
 
-constexpr int64_t kGroup = 128;
 constexpr int64_t kMaxK = 65536;
 
 }  // namespace
@@ -101,15 +100,25 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
   GemvConfig c;
   c.kernel = kernel;
   if (kernel == GemvKernel::kWgmma) return c;  // items claimed at run time: no split to pick
-  // Register kernel, measured on an H100 (BENCHMARKS.md): 32-row tiles
-  // without a K split are the best on every seed shape; split K over a
-  // cluster only while the work items alone cannot cover the SMs, keeping at
-  // least 8 groups of 128 values per CTA, and when the staged B would pass
-  // 64 KB (chosen when every configuration ran 3 CTAs per SM; unsplit ones
-  // now run 2, kernels/nvfp4_gemv.cuh).
-  const int64_t items = (m + 16 * c.row_tiles - 1) / (16 * c.row_tiles) * batches;
-  while (c.cluster < 8 && items * c.cluster < sm_count && k / (kGroup * c.cluster * 2) >= 8)
-    c.cluster *= 2;
+  // Register kernel, from a grid search on an H100 (BENCHMARKS.md, session
+  // 18): 16-row tiles; CTAs of 4 warps where the tiles cover the SMs twice,
+  // of 8 where they cover them once, and below that 16 warps splitting K
+  // inside the CTA. A cluster split costs more than it gains unless rows are
+  // long (about 1.2 us more at M 1024 K 4096; at M 1024 K 16384 two CTAs per
+  // row tile gain 5%, four lose 50%): split only while a CTA keeps at least
+  // 16384 values of each row. Larger clusters also where the staged B would
+  // pass 64 KB.
+  c.row_tiles = 1;
+  const int64_t items = (m + 15) / 16 * batches;
+  if (items >= 2 * int64_t(sm_count)) {
+    c.warps = 4;
+  } else if (items >= sm_count) {
+    c.warps = 8;
+  } else {
+    c.warps = 16;
+    while (c.cluster < 8 && items * c.cluster < sm_count && k / c.cluster >= 16384)
+      c.cluster *= 2;
+  }
   while (c.cluster < 8 && ops::gemv_register_smem_bytes(c, k) > 64 * 1024) c.cluster *= 2;
   return c;
 }

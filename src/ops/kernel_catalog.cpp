@@ -1,5 +1,6 @@
 #include "ops/kernel_catalog.h"
 
+#include <algorithm>
 #include <string>
 
 #include "ops/gemm_common.h"
@@ -58,18 +59,27 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   }
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<true>", {}});
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<false>", {}});
-  // GEMV: every output type and scale-layout pair of both kernels at the
-  // heuristic's usual configuration, plus the unaligned-row path; the whole
+  // GEMV: every output type and scale-layout pair of both kernels at each
+  // configuration the heuristic picks (4, 8 or 16 warps; clusters of 1 to 8
+  // for few long rows), plus the unaligned-row path; the whole
   // configuration space is in configuration_space_specs().
-  const GemvConfig reg = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
+  std::vector<GemvConfig> regs;
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096}, {2048, 4096}, {1024, 4096},
+                      {1024, 16384}, {128, 32768}, {64, 65536}}) {
+    const GemvConfig c = gemv_default_config(m, k, 1, 132, GemvKernel::kRegister);
+    if (std::none_of(regs.begin(), regs.end(),
+                     [&](const GemvConfig& r) { return r.describe() == c.describe(); }))
+      regs.push_back(c);
+  }
   for (DType out : {DType::kF16, DType::kBF16}) {
     for (bool a_blk : {false, true})
       for (bool b_blk : {false, true}) {
-        specs.push_back(gemv_kernel_spec(out, reg, a_blk, b_blk, true, true));
+        for (const GemvConfig& reg : regs)
+          specs.push_back(gemv_kernel_spec(out, reg, a_blk, b_blk, true, true));
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
   }
-  GemvConfig unaligned = reg;
+  GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
   unaligned.warps = 4;
   unaligned.depth = 1;
