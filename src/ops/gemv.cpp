@@ -89,10 +89,15 @@ GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
   // register rt2 w8 against wgmma: M 8192 K 8192 20.85 vs 22.88 us, M 8192
   // K 4096 13.23 vs 16.83, M 14336 K 4096 20.85 vs 21.92; at M 16384 K 8192
   // 37.84 vs 36.13 and on the seeds the wgmma kernel leads).
+  // Session 18: it also needs about one work item per SM. M 7168 K 2048 L 1
+  // (56 row tiles, each taken whole) ran 12.4 us on it and 6.2 on the
+  // register kernel; at L 4 (224 items) it keeps the lead, 19.0 vs 20.5.
   const int64_t values = m * batches * k;
   const bool mid_long_rows = k >= 4096 && values <= (int64_t(96) << 20);
-  return k >= 2048 && m * batches >= 4096 && !mid_long_rows ? GemvKernel::kWgmma
-                                                            : GemvKernel::kRegister;
+  return k >= 2048 && m * batches >= 4096 && !mid_long_rows &&
+                 ops::gemv_wgmma_items(m, k, batches, GemvConfig{}) >= 128
+             ? GemvKernel::kWgmma
+             : GemvKernel::kRegister;
 }
 
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,

@@ -40,6 +40,8 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev);
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
+// The work items (row tile x K segment) the wgmma kernel hands out for a shape.
+int64_t gemv_wgmma_items(int64_t m, int64_t k, int64_t batches, const GemvConfig& cfg);
 
 int gemv_register_smem_bytes(const GemvConfig& cfg, int64_t k);
 Status check_gemv_register_config(const GemvConfig& cfg, int64_t k, const rt::DeviceInfo& dev);

@@ -48,6 +48,12 @@ int seg_chunks_for(const GemvConfig& cfg, int chunks) {
 
 }  // namespace
 
+int64_t gemv_wgmma_items(int64_t m, int64_t k, int64_t batches, const GemvConfig& cfg) {
+  const int chunks = int((k + kChunk - 1) / kChunk);
+  const int seg_chunks = seg_chunks_for(cfg, chunks);
+  return (m + kRows - 1) / kRows * batches * ((chunks + seg_chunks - 1) / seg_chunks);
+}
+
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev) {
   if (!(dev.cc_major == 9 && dev.cc_minor == 0))
@@ -106,7 +112,6 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   const int tiles_m = int((pr.m + kRows - 1) / kRows);
   const int chunks = int((pr.k + kChunk - 1) / kChunk);
   p.groups = int((pr.k + kGroup - 1) / kGroup);
-  const int64_t tiles = int64_t(tiles_m) * pr.batches;
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
@@ -121,7 +126,7 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   const int seg_chunks = seg_chunks_for(cfg, chunks);
   const int segs = (chunks + seg_chunks - 1) / seg_chunks;
   p.work = SplitKItems{tiles_m, chunks, seg_chunks, segs};
-  p.items = int(tiles * segs);
+  p.items = int(gemv_wgmma_items(pr.m, pr.k, pr.batches, cfg));
   p.ctas = std::min(p.items, resident);
   shape.grid = dim3(unsigned(p.ctas));
   // Cut tiles are added once every CTA has run out of items: all CTAs must

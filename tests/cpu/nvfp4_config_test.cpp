@@ -55,6 +55,8 @@ TEST(Nvfp4Config, GemvKernelChoiceFollowsTheMeasurements) {
   EXPECT_EQ(gemv_default_kernel(8192, 8192, 1), GemvKernel::kRegister);
   EXPECT_EQ(gemv_default_kernel(14336, 4096, 1), GemvKernel::kRegister);
   EXPECT_EQ(gemv_default_kernel(16384, 8192, 1), GemvKernel::kWgmma);
+  // Fewer wgmma work items than SMs (session 18): 56 whole row tiles.
+  EXPECT_EQ(gemv_default_kernel(7168, 2048, 1), GemvKernel::kRegister);
 }
 
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
