@@ -15,15 +15,13 @@
 #include <cuda_fp8.h>
 
 #include "common/fp4_decode.cuh"
+#include "common/nvfp4_operand.cuh"
 #include "common/ptx.cuh"
 
 namespace kestrel {
 
-struct ActPrepassParams {
-  const uint8_t* x;  // [L][M][K/2]
-  long long x_batch, x_row;
-  const uint8_t* sx;  // linear [L][M][K/16] (strided) or blocked
-  long long sx_batch, sx_row;
+struct ActPrepassParams {  // mirrored in src/ops/act_prepass.cpp
+  Nvfp4Operand x;  // [L][M][K]
   __half* out;  // [L][rows_out][Kp]
   int m, k, kp;
   int rows_out;  // >= m: rows m.. are written as zeros (the GEMM's whole token tiles)
@@ -39,7 +37,7 @@ __device__ __forceinline__ long long scale_off(const ActPrepassParams& p, int l,
     return (long long)l * rest_mn * rest_k * 512 + ((row / 128) * rest_k + kb / 4) * 512 +
            (row % 32) * 16 + ((row % 128) / 32) * 4 + kb % 4;
   } else {
-    return l * p.sx_batch + row * p.sx_row + kb;
+    return l * p.x.scales_batch + row * p.x.scales_row + kb;
   }
 }
 
@@ -79,7 +77,7 @@ __global__ void __launch_bounds__(kPrepassWarps * 32)
   const int byte = blk * 64 + t * 16;
   // K is a multiple of 64 (the GEMM's rule): a chunk is wholly inside or past K.
   if (g < blocks && row < p.m && byte < p.k / 2) {
-    const uint8_t* src = p.x + l * p.x_batch + (long long)row * p.x_row + byte;
+    const uint8_t* src = p.x.values + l * p.x.values_batch + (long long)row * p.x.values_row + byte;
     uint32_t words[4];
     if constexpr (VEC16) {
       const uint4 w = *reinterpret_cast<const uint4*>(src);
@@ -91,7 +89,7 @@ __global__ void __launch_bounds__(kPrepassWarps * 32)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const __half_raw sr = __nv_cvt_fp8_to_halfraw(
-          __nv_fp8_storage_t(p.sx[prepass::scale_off<BLOCKED>(p, l, row, byte / 8 + half)]),
+          __nv_fp8_storage_t(p.x.scales[prepass::scale_off<BLOCKED>(p, l, row, byte / 8 + half)]),
           __NV_E4M3);
       const __half2 s2 = __half2(__half(sr), __half(sr));
 #pragma unroll

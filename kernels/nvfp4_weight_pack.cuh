@@ -7,6 +7,7 @@
 #include <cuda/std/cstdint>
 
 #include "common/fp4_decode.cuh"
+#include "common/nvfp4_operand.cuh"
 #include "common/nvfp4_scale_layout.cuh"
 #include "common/nvfp4_weight_order.cuh"
 #include "common/ptx.cuh"
@@ -14,10 +15,7 @@
 namespace kestrel {
 
 struct WeightPackParams {  // mirrored in src/ops/weight_pack.cpp
-  const uint8_t* w;        // values [L][n][k/2], 16-byte aligned rows and batches
-  long long w_batch, w_row;
-  const uint8_t* sw;  // scales, linear (strides below) or blocked
-  long long sw_batch, sw_row;
+  Nvfp4Operand w;  // [L][n][k]: 16-byte aligned value rows and batches
   long long n, k, batches;
   uint8_t* out;  // packed_weight_batch_bytes(n, k) * batches bytes
 };
@@ -40,7 +38,7 @@ __global__ void __launch_bounds__(256) nvfp4_weight_pack_kernel(const WeightPack
       const long long row = blk * kPackedRows + c / (kPackedStageBytes / 16);
       const long long kbyte = kb * kPackedStageBytes + (c % (kPackedStageBytes / 16)) * 16;
       if (row < p.n && kbyte < p.k / 2) {
-        v = ptx::ld_nc_v4(p.w + l * p.w_batch + row * p.w_row + kbyte);
+        v = ptx::ld_nc_v4(p.w.values + l * p.w.values_batch + row * p.w.values_row + kbyte);
         v = make_uint4(pack_fp4x8_bits(v.x), pack_fp4x8_bits(v.y), pack_fp4x8_bits(v.z),
                        pack_fp4x8_bits(v.w));
       }
@@ -53,7 +51,7 @@ __global__ void __launch_bounds__(256) nvfp4_weight_pack_kernel(const WeightPack
         if (row < p.n && kblock < kblocks)
           words[i / 4] |=
               uint32_t(
-                  p.sw[scale_offset<BLOCKED>(p.sw_batch, p.sw_row, l, row, kblock, p.n, kblocks)])
+                  p.w.scales[scale_offset<BLOCKED>(p.w.scales_batch, p.w.scales_row, l, row, kblock, p.n, kblocks)])
               << (8 * (i % 4));
       }
       v = make_uint4(words[0], words[1], words[2], words[3]);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/nvfp4_kernel_specs.h"
+#include "ops/nvfp4_operand.h"
 #include "ops/validate.h"
 #include "runtime/launcher.h"
 
@@ -11,10 +12,7 @@ namespace kestrel::ops {
 namespace {
 
 struct ActPrepassParams {  // mirrors kernels/nvfp4_act_prepass.cuh
-  const void* x;
-  long long x_batch, x_row;
-  const void* sx;
-  long long sx_batch, sx_row;
+  Nvfp4Operand x;
   void* out;
   int m, k, kp;
   int rows_out;
@@ -27,17 +25,8 @@ Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream
   const int64_t batches = a.batches(), m = a.rows(), k = a.k(), kp = prepass_kp(k);
   if (rows_out < m) return Status::Internal("act pre-pass: rows_out below the rows of A");
   KESTREL_RETURN_IF_ERROR(out->allocate(size_t(batches * rows_out * kp * 2), stream));
-  const Shape3 xv = shape3(a.values);
   ActPrepassParams p{};
-  p.x = a.values.data;
-  p.x_batch = xv.batch_stride;
-  p.x_row = xv.row_stride;
-  p.sx = a.scales.data;
-  if (a.layout == ScaleLayout::kLinear) {
-    const Shape3 s = shape3(a.scales);
-    p.sx_batch = s.batch_stride;
-    p.sx_row = s.row_stride;
-  }
+  p.x = nvfp4_operand(a);
   p.out = out->get();
   p.m = int(m);
   p.k = int(k);
@@ -45,8 +34,8 @@ Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream
   p.rows_out = int(rows_out);
   // 16-byte loads where every row start is 16-byte aligned.
   const bool vec16 = reinterpret_cast<uintptr_t>(a.values.data) % 16 == 0 &&
-                     (batches == 1 || xv.batch_stride % 16 == 0) &&
-                     (m == 1 || xv.row_stride % 16 == 0);
+                     (batches == 1 || p.x.values_batch % 16 == 0) &&
+                     (m == 1 || p.x.values_row % 16 == 0);
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get(act_prepass_kernel_spec(a.layout == ScaleLayout::kBlocked, vec16), &kernel));

@@ -10,6 +10,7 @@
 #include "ops/act_prepass.h"
 #include "ops/gemm_common.h"
 #include "ops/nvfp4_kernel_specs.h"
+#include "ops/nvfp4_operand.h"
 #include "ops/validate.h"
 #include "ops/weight_pack.h"
 #include "runtime/cuda_check.h"
@@ -73,10 +74,13 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
       map_w2 = map_w;
     }
   }
-  p.sw = b.scales.data;
-  weight_scale_strides(b, &p.sw_batch, &p.sw_row);
-  p.sw2 = dual ? b2->scales.data : b.scales.data;
-  weight_scale_strides(dual ? *b2 : b, &p.sw2_batch, &p.sw2_row);
+  const Nvfp4Operand w = nvfp4_operand(b), w2 = nvfp4_operand(dual ? *b2 : b);
+  p.sw = w.scales;
+  p.sw_batch = w.scales_batch;
+  p.sw_row = w.scales_row;
+  p.sw2 = w2.scales;
+  p.sw2_batch = w2.scales_batch;
+  p.sw2_row = w2.scales_row;
   p.c = c.data;
   p.c_batch = shape.c_batch;
   p.c_row = shape.c_row;

@@ -134,14 +134,6 @@ Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUt
   return rt::make_tma_map(c.data, spec, out);
 }
 
-void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row) {
-  *batch = *row = 0;
-  if (b.layout != ScaleLayout::kLinear) return;
-  const Shape3 s = shape3(b.scales);
-  *batch = s.batch_stride;
-  *row = s.row_stride;
-}
-
 Status check_gemm_grid(const rt::LaunchShape& ls) {
   if (ls.grid.y > 65535)
     return Status::InvalidArgument(

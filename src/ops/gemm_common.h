@@ -48,7 +48,6 @@ Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
 // The TMA map that stores C (64 columns x block_n tokens per store);
 // fails where C's base or strides are not 16-byte aligned.
 Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUtensorMap* out);
-void weight_scale_strides(const Nvfp4View& b, long long* batch, long long* row);
 
 // dual: the SwiGLU variant (64 output columns per CTA). Without a K split
 // the CTAs are persistent, one per SM at most; with one, a CTA per tile and

@@ -6,6 +6,7 @@
 #include "common/nvfp4_weight_order.cuh"
 #include "ops/gemm_common.h"
 #include "ops/nvfp4_kernel_specs.h"
+#include "ops/nvfp4_operand.h"
 #include "ops/validate.h"
 #include "runtime/device.h"
 #include "runtime/launcher.h"
@@ -14,10 +15,7 @@ namespace kestrel {
 namespace {
 
 struct WeightPackParams {  // mirrors kernels/nvfp4_weight_pack.cuh
-  const void* w;
-  long long w_batch, w_row;
-  const void* sw;
-  long long sw_batch, sw_row;
+  Nvfp4Operand w;
   long long n, k, batches;
   void* out;
 };
@@ -65,17 +63,8 @@ Status pack_gemm_weights(const Nvfp4View& w, void* out, int64_t out_bytes, cudaS
     const bool blocked = w.layout == ScaleLayout::kBlocked;
     rt::Kernel kernel;
     KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::weight_pack_kernel_spec(blocked), &kernel));
-    const ops::Shape3 v = ops::shape3(w.values);
     WeightPackParams p{};
-    p.w = w.values.data;
-    p.w_batch = v.batch_stride;
-    p.w_row = v.row_stride;
-    p.sw = w.scales.data;
-    if (!blocked) {
-      const ops::Shape3 s = ops::shape3(w.scales);
-      p.sw_batch = s.batch_stride;
-      p.sw_row = s.row_stride;
-    }
+    p.w = ops::nvfp4_operand(w);
     p.n = n;
     p.k = k;
     p.batches = batches;
