@@ -59,6 +59,22 @@ TEST(Nvfp4Config, GemvKernelChoiceFollowsTheMeasurements) {
   EXPECT_EQ(gemv_default_kernel(7168, 2048, 1), GemvKernel::kRegister);
 }
 
+// The register kernel's picks that session 18's grid search measured
+// (BENCHMARKS.md): 16-row tiles; 4 / 8 / 16 warps as the tiles cover the
+// SMs twice / once / not; a cluster only for rows of >= 16384 values per CTA.
+TEST(Nvfp4Config, GemvRegisterHeuristicFollowsTheMeasurements) {
+  auto pick = [](int64_t m, int64_t k, int64_t l) {
+    return gemv_default_config(m, k, l, 132, GemvKernel::kRegister).describe();
+  };
+  EXPECT_EQ(pick(14336, 4096, 1), "rt1 w4 c1 d2");
+  EXPECT_EQ(pick(8192, 8192, 1), "rt1 w4 c1 d2");
+  EXPECT_EQ(pick(4096, 4096, 1), "rt1 w8 c1 d2");
+  EXPECT_EQ(pick(1024, 4096, 1), "rt1 w16 c1 d2");
+  EXPECT_EQ(pick(1024, 16384, 1), "rt1 w16 c2 d2");
+  EXPECT_EQ(pick(64, 65536, 1), "rt1 w16 c8 d2");
+  EXPECT_EQ(pick(7168, 1024, 4), "rt1 w4 c1 d2");
+}
+
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
   for (int64_t m : {1, 8, 16, 77, 128, 256, 512, 1000, 4096, 8192})
     for (int64_t n : {128, 200, 3072, 4096, 7168, 8192})
