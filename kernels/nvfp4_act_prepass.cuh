@@ -21,8 +21,8 @@
 namespace kestrel {
 
 struct ActPrepassParams {  // mirrored in src/ops/act_prepass.cpp
-  Nvfp4Operand x;  // [L][M][K]
-  __half* out;  // [L][rows_out][Kp]
+  Nvfp4Operand x;          // [L][M][K]
+  __half* out;             // [L][rows_out][Kp]
   int m, k, kp;
   int rows_out;  // >= m: rows m.. are written as zeros (the GEMM's whole token tiles)
 };

@@ -15,7 +15,7 @@
 namespace kestrel {
 
 struct WeightPackParams {  // mirrored in src/ops/weight_pack.cpp
-  Nvfp4Operand w;  // [L][n][k]: 16-byte aligned value rows and batches
+  Nvfp4Operand w;          // [L][n][k]: 16-byte aligned value rows and batches
   long long n, k, batches;
   uint8_t* out;  // packed_weight_batch_bytes(n, k) * batches bytes
 };
@@ -49,10 +49,9 @@ __global__ void __launch_bounds__(256) nvfp4_weight_pack_kernel(const WeightPack
             blk * kPackedRows + (c - kValueChunks) * kRowsPerScaleChunk + i / kPackedStageBlocks;
         const long long kblock = kb * kPackedStageBlocks + i % kPackedStageBlocks;
         if (row < p.n && kblock < kblocks)
-          words[i / 4] |=
-              uint32_t(
-                  p.w.scales[scale_offset<BLOCKED>(p.w.scales_batch, p.w.scales_row, l, row, kblock, p.n, kblocks)])
-              << (8 * (i % 4));
+          words[i / 4] |= uint32_t(p.w.scales[scale_offset<BLOCKED>(
+                              p.w.scales_batch, p.w.scales_row, l, row, kblock, p.n, kblocks)])
+                          << (8 * (i % 4));
       }
       v = make_uint4(words[0], words[1], words[2], words[3]);
     }
