@@ -92,10 +92,14 @@ GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
   // Session 18: it also needs about one work item per SM. M 7168 K 2048 L 1
   // (56 row tiles, each taken whole) ran 12.4 us on it and 6.2 on the
   // register kernel; at L 4 (224 items) it keeps the lead, 19.0 vs 20.5.
+  // (Counted as items were cut when this was measured: rows of up to four
+  // chunks whole, longer ones two chunks per item.)
   const int64_t values = m * batches * k;
   const bool mid_long_rows = k >= 4096 && values <= (int64_t(96) << 20);
+  GemvConfig measured_items;
+  measured_items.chunks_per_item = k <= 4 * 512 ? 4 : 2;
   return k >= 2048 && m * batches >= 4096 && !mid_long_rows &&
-                 ops::gemv_wgmma_items(m, k, batches, GemvConfig{}) >= 128
+                 ops::gemv_wgmma_items(m, k, batches, measured_items) >= 128
              ? GemvKernel::kWgmma
              : GemvKernel::kRegister;
 }

@@ -36,14 +36,16 @@ constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages) { return 512 + stages * kStageBytes; }
 
-// Chunks per item. Measured on an H100 (BENCHMARKS.md, 2026-11-22): two
-// chunks beat one on every seed shape (one: a transition per 32 KB, and
-// twice the partial slots to add), and beat four wherever a tile has more
-// than four chunks (M 4096 K 7168 L 8: 56.6 vs 61.1 us); a tile of up to
-// four chunks is best taken whole (M 7168 K 2048 L 4: 21.5 vs 23.8 us).
+// Chunks per item. A tile of up to four chunks is best taken whole (M 7168
+// K 2048 L 4: 19.1 us, 21.7 at one or two chunks per item); longer rows go
+// one chunk per item, which shortens the ragged end (H100, session 19: M
+// 7168 K 16384 32.3 -> 31.3 us against two chunks, M 4096 K 7168 L 8 53.1
+// -> 52.0, never slower on six shapes). Two chunks per item led before the
+// cut tiles' partials were summed once at the end (session 10): each item
+// then cost a fence and an atomic.
 int seg_chunks_for(const GemvConfig& cfg, int chunks) {
   if (cfg.chunks_per_item) return std::min(cfg.chunks_per_item, chunks);
-  return chunks <= 4 ? chunks : 2;
+  return chunks <= 4 ? chunks : 1;
 }
 
 }  // namespace
