@@ -64,8 +64,12 @@ Status Timer::flush_l2() {
   if (!flush_buffer_.get()) {
     // The flush buffer is zeroed once; every flush then reads it
     // (kernels/bench_read.cuh): L2 is left clean, not full of dirty lines
-    // that the timed call would have to write back.
-    KESTREL_RETURN_IF_ERROR(flush_buffer_.allocate(2 * size_t(dev->l2_bytes) + 64));
+    // that the timed call would have to write back. 256 MiB, as
+    // scripts/torch_peers.py flushes: a read of only 2 x L2 (100 MB on an
+    // H100) still left some of the previous call's output to write back
+    // (session 19: 32768-row forwards 2-3% slower than after 256 MiB).
+    const size_t bytes = std::max(size_t(256) << 20, 4 * size_t(dev->l2_bytes));
+    KESTREL_RETURN_IF_ERROR(flush_buffer_.allocate(bytes + 64));
     KESTREL_CUDA_RETURN(cudaMemset(flush_buffer_.get(), 0, flush_buffer_.size()));
   }
   return launch_read_bytes(stream_, flush_buffer_.get(), flush_buffer_.size() - 64,

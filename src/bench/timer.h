@@ -1,7 +1,7 @@
 // Times a callable launched on a stream with CUDA events.
 //
-// Every timed call starts with a cold L2: a read of twice the L2 size runs on
-// the stream before the start event (outside the timed region). Calls
+// Every timed call starts with a cold L2: a read of 256 MiB (at least 4 x L2)
+// runs on the stream before the start event (outside the timed region). Calls
 // shorter than TimerOptions::graph_below_us are dominated by launch overhead
 // and event resolution, so they are captured K at a time into a CUDA graph and
 // the graph replay is timed (per-call time = replay / K). Nothing can flush L2
