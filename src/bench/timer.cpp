@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "runtime/cuda_check.h"
@@ -62,26 +63,29 @@ Status Timer::flush_l2() {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (!flush_buffer_.get()) {
-    // The flush buffer is zeroed once; every flush then reads it
-    // (kernels/bench_read.cuh): L2 is left clean, not full of dirty lines
-    // that the timed call would have to write back. 256 MiB, as
-    // scripts/torch_peers.py flushes: a read of only 2 x L2 (100 MB on an
-    // H100) still left some of the previous call's output to write back
-    // (session 19: 32768-row forwards 2-3% slower than after 256 MiB).
+    // The flush buffer is zeroed once; every flush then reads it with
+    // default-policy loads (kernels/bench_read.cuh says why): L2 is left
+    // clean, not full of dirty lines that the timed call would have to write
+    // back. 256 MiB, as scripts/torch_peers.py flushes.
     const size_t bytes = std::max(size_t(256) << 20, 4 * size_t(dev->l2_bytes));
     KESTREL_RETURN_IF_ERROR(flush_buffer_.allocate(bytes + 64));
     KESTREL_CUDA_RETURN(cudaMemset(flush_buffer_.get(), 0, flush_buffer_.size()));
   }
   return launch_read_bytes(stream_, flush_buffer_.get(), flush_buffer_.size() - 64,
-                           flush_buffer_.bytes_at(flush_buffer_.size() - 64));
+                           flush_buffer_.bytes_at(flush_buffer_.size() - 64), true);
 }
 
-Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink) {
+Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink,
+                         bool evict_l2) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
-      rt::Kernel::get({"bench_read.cuh", "kestrel::read_bytes_kernel", {}}, &kernel));
+      rt::Kernel::get({"bench_read.cuh",
+                       std::string("kestrel::read_bytes_kernel<") + (evict_l2 ? "true" : "false") +
+                           ">",
+                       {}},
+                      &kernel));
   rt::LaunchShape shape;
   shape.block = dim3(512);
   shape.grid = dim3(unsigned(dev->sm_count * 4));

@@ -52,8 +52,10 @@ int rotation_slots(int64_t bytes_per_call, int64_t l2_bytes, int max_slots = 256
 
 // Reads `bytes` (a multiple of 16) at `data` on `stream` and nothing else
 // (kernels/bench_read.cuh); `sink` takes 4 bytes that are written only if the
-// data is not all zero. The L2 flush and the "read" peer.
-Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink);
+// data is not all zero. The "read" peer (streaming loads) and, with evict_l2,
+// the L2 flush (loads that displace every line, dirty ones included).
+Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink,
+                         bool evict_l2 = false);
 
 class Timer {
  public:

@@ -101,7 +101,8 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, true, true, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, false, true, true));
   append_rowwise_specs(&specs);
-  specs.push_back({"bench_read.cuh", "kestrel::read_bytes_kernel", {}});
+  for (const char* evict : {"false", "true"})
+    specs.push_back({"bench_read.cuh", std::string("kestrel::read_bytes_kernel<") + evict + ">", {}});
   for (const char* vec8 : {"true", "false"})
     specs.push_back(
         {"bench_silu_mul.cuh", std::string("kestrel::silu_mul_kernel<") + vec8 + ">", {}});
