@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # One call on a fresh H100/H200 machine: build, run every GPU test (also under
 # compute-sanitizer memcheck and racecheck on small shapes), calibrate, run the
-# seed benchmark suite, and print a compact table last.
-#   scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--suite "NAME ..."]
+# seed benchmark suite, and print a compact table last. --torch also times the
+# suites' row-wise cases in torch eager and torch.compile (scripts/torch_peers.py)
+# and joins them with Kestrel's (scripts/peer_table.py).
+#   scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--torch] [--suite "NAME ..."]
 # Logs and results go to $OUT (default build/gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-out}
 mkdir -p "$OUT"
-SUITE="seeds nvfp4 codec8k" SANITIZE=1 BENCH=1 TESTS=1
+SUITE="seeds nvfp4 codec8k" SANITIZE=1 BENCH=1 TESTS=1 TORCH=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;
     --no-bench) BENCH=0 ;;
     --no-tests) TESTS=0 ;;
+    --torch) TORCH=1 ;;
     --suite) SUITE=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -76,8 +79,24 @@ if [ "$BENCH" = 1 ] && [ -x build/kestrel ]; then
   done
 fi
 
+if [ "$BENCH" = 1 ] && [ "$TORCH" = 1 ]; then
+  for suite in $SUITE; do
+    path=$suite; [ -f "$path" ] || path=bench/suites/$suite.json
+    grep -qE '"(rmsnorm|softmax|cross_entropy)_(fwd|bwd)"' "$path" || continue
+    t0=$SECONDS
+    python3 scripts/torch_peers.py --suite "$path" --json "$OUT/torch_$suite.json" \
+      --markdown "$OUT/torch_$suite.md" >"$OUT/torch_$suite.log" 2>&1
+    rc=$?
+    note "torch peers $suite: rc=$rc ($((SECONDS - t0)) s)"
+    [ $rc = 0 ] && [ -f "$OUT/bench_$suite.json" ] &&
+      python3 scripts/peer_table.py --suite "$path" --kestrel "$OUT/bench_$suite.json" \
+        --torch "$OUT/torch_$suite.json" >"$OUT/vs_torch_$suite.md"
+  done
+fi
+
 echo
 echo "================ summary ================"
 printf '%s\n' "${summary[@]}"
 [ -f "$OUT/calibrate.txt" ] && cat "$OUT/calibrate.txt"
 for suite in $SUITE; do [ -f "$OUT/bench_$suite.md" ] && grep -E '^\|' "$OUT/bench_$suite.md"; done
+for suite in $SUITE; do [ -f "$OUT/vs_torch_$suite.md" ] && cat "$OUT/vs_torch_$suite.md"; done
