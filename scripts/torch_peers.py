@@ -4,9 +4,8 @@
 For every case of a Kestrel suite (default bench/suites/rowwise.json) whose op
 is rmsnorm_fwd/bwd, softmax_fwd/bwd or cross_entropy_fwd/bwd, times torch
 eager and torch.compile on the same shapes and dtypes: median of CUDA-event
-timings, L2 flushed (a 256 MiB read) before every timed call, inputs rotated
-over copies that together exceed 2 x L2 (as Kestrel's timer does), the GPU
-held busy while the host enqueues the call, warm-up excluded; and, as the
+timings, L2 flushed (a 256 MiB read) before every timed call, the GPU held
+busy while the host enqueues the call, warm-up excluded; and, as the
 harness's yardstick, a device copy of the same bytes. Bytes are counted as
 Kestrel counts them (inputs read once, outputs written once), so TB/s figures
 compare directly with `kestrel bench`.
@@ -99,22 +98,11 @@ def make_case(op, p, device, compile_it):
     return None, 0
 
 
-def rotation_slots(nbytes, l2_bytes, max_slots=16):
-    """Input copies per case, as Kestrel's timer keeps them: together at
-    least 2 x L2. The timed runs rotate over them, so no run finds its inputs
-    left in L2 by an earlier run: a 256 MiB read does not evict everything
-    (session 19, H100: Kestrel's bf16 32768 x 256 forwards ran 9-10% faster
-    on one input copy than on three)."""
-    return max(1, min(max_slots, -(-2 * l2_bytes // max(nbytes, 1))))
-
-
-def time_us(fns, runs, flush):
-    """fns: one call per input copy, used in turn."""
-    for i in range(3):
-        fns[i % len(fns)]()
+def time_us(fn, runs, flush):
+    for _ in range(3):
+        fn()
     times = []
-    for r in range(runs):
-        fn = fns[r % len(fns)]
+    for _ in range(runs):
         flush.sum()  # a read: a memset would leave dirty lines for the timed call to write back
         # The GPU then waits ~0.5 ms while the host enqueues the call: the
         # events time the GPU's work, not dynamo's guards or the launch path
@@ -148,7 +136,6 @@ def main():
     torch._dynamo.config.cache_size_limit = 4096
     torch._dynamo.config.accumulated_cache_size_limit = 4096
     flush = torch.zeros(64 << 20, dtype=torch.float32, device=device)  # 256 MiB
-    l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
     suite = json.load(open(args.suite))
     only = set(filter(None, args.ops.split(",")))
     rows = []
@@ -169,15 +156,13 @@ def main():
                 if nbytes > args.max_gib * (1 << 30):
                     row["note"] = "skipped: over --max-gib"
                     break
-                fns = [fn] + [make_case(op, p, device, mode == "compile")[0]
-                              for _ in range(rotation_slots(nbytes, l2_bytes) - 1)]
-                row[mode + "_us"] = time_us(fns, args.runs, flush)
+                row[mode + "_us"] = time_us(fn, args.runs, flush)
             except torch.cuda.OutOfMemoryError:
                 row["note"] = f"{mode}: out of memory"
             except Exception as e:  # a failure is a result, not an abort
                 row["note"] = f"{mode}: {type(e).__name__}: {e}"[:200]
             finally:
-                fn = fns = None
+                fn = None
                 torch.cuda.empty_cache()
         if "bytes" not in row:
             continue
@@ -187,7 +172,7 @@ def main():
             # against its copy peer, timed by its own harness.
             src = torch.empty(nbytes // 2, dtype=torch.uint8, device=device)
             dst = torch.empty_like(src)
-            row["copy_us"] = time_us([lambda: dst.copy_(src)], args.runs, flush)
+            row["copy_us"] = time_us(lambda: dst.copy_(src), args.runs, flush)
             src = dst = None
             torch.cuda.empty_cache()
         rows.append(row)
@@ -197,8 +182,7 @@ def main():
               f'  {row.get("note", "")}', flush=True)
 
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": args.runs,
-            "timing": "median of CUDA-event timings, 256 MiB L2 flush (read) before each call, "
-                                   "inputs rotated over copies exceeding 2 x L2"}
+            "timing": "median of CUDA-event timings, 256 MiB L2 flush (read) before each call"}
     json.dump({"meta": meta, "rows": rows}, open(args.json, "w"), indent=1)
     with open(args.markdown, "w") as f:
         f.write(f'# torch peers: {meta["gpu"]}, torch {meta["torch"]}\n\n{meta["timing"]}.\n\n')
