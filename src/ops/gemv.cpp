@@ -97,7 +97,7 @@ GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
   const int64_t values = m * batches * k;
   const bool mid_long_rows = k >= 4096 && values <= (int64_t(96) << 20);
   GemvConfig measured_items;
-  measured_items.chunks_per_item = k <= 4 * 512 ? 4 : 2;
+  measured_items.chunks_per_item = k <= 4 * ops::kGemvWgmmaChunk ? 4 : 2;
   return k >= 2048 && m * batches >= 4096 && !mid_long_rows &&
                  ops::gemv_wgmma_items(m, k, batches, measured_items) >= 128
              ? GemvKernel::kWgmma

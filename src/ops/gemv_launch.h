@@ -40,7 +40,9 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev);
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
-// The work items (row tile x K segment) the wgmma kernel hands out for a shape.
+// The work items (row tile x K segment of whole chunks of kGemvWgmmaChunk
+// values) the wgmma kernel hands out for a shape.
+constexpr int kGemvWgmmaChunk = 512;  // mirrors kernels/nvfp4_gemv_wgmma.cuh
 int64_t gemv_wgmma_items(int64_t m, int64_t k, int64_t batches, const GemvConfig& cfg);
 
 int gemv_register_smem_bytes(const GemvConfig& cfg, int64_t k);

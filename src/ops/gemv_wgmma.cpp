@@ -31,7 +31,7 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
-constexpr int kRows = 128, kGroup = 128, kChunk = 512, kThreads = 288;
+constexpr int kRows = 128, kGroup = 128, kChunk = kGemvWgmmaChunk, kThreads = 288;
 constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
 int smem_bytes(int stages) { return 512 + stages * kStageBytes; }
