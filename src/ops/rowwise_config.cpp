@@ -214,12 +214,14 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
     if (ops::vectors_per_thread(wider, n, dtype) < 2) break;
     c = wider;
   }
-  // rmsnorm_fwd rows of a warp (65..128 vectors, bf16 N = 1024): the same 4
-  // rows per CTA from half the threads, two rows each (H100, 32768 rows,
-  // session 9: t128 r32 43.6 / 44.5 us, t64 r32 x2 42.6, t32 r32 x2 42.8).
-  if (op == RowwiseOp::kRmsNormFwd && c.cluster == 1 && c.threads_per_row == 32 &&
-      c.threads == 128) {
-    c.threads = 64;
+  // rmsnorm_fwd CTAs of 4 rows of 16 or 32 threads: the same 4 rows from
+  // half the threads, two rows each (H100, 32768 rows; session 9, bf16 N =
+  // 1024: t128 r32 43.6 / 44.5 us, t64 r32 x2 42.6, t32 r32 x2 42.8; session
+  // 19, 16 threads a row: bf16 N = 256 / 384 / 512 12.8 / 17.8 / 22.1 -> 12.5
+  // / 16.8 / 21.2 us, fp32 128 / 256 12.45 / 21.2 -> 12.3 / 20.9).
+  if (op == RowwiseOp::kRmsNormFwd && c.cluster == 1 &&
+      (c.threads_per_row == 16 || c.threads_per_row == 32) && c.threads == 4 * c.threads_per_row) {
+    c.threads /= 2;
     c.rows_per_thread = 2;
   }
   return c;

@@ -72,6 +72,9 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 256, DType::kBF16, 132);
   EXPECT_EQ(short_rows.cluster, 1);
   EXPECT_GT(short_rows.threads / short_rows.threads_per_row, 1) << short_rows.describe();
+  // ... in one-warp CTAs of 4 rows, two a thread (measured, session 19).
+  EXPECT_EQ(short_rows.threads, 32) << short_rows.describe();
+  EXPECT_EQ(short_rows.rows_per_thread, 2) << short_rows.describe();
   // A few long rows are spread over more CTAs to fill the GPU.
   const RowwiseConfig few =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 2, 16384, DType::kBF16, 132);

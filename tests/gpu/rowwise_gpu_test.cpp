@@ -288,6 +288,10 @@ std::vector<Case> small_cases() {
     out.push_back({t, 5, 1, 0, std::nullopt});
     out.push_back({t, 9, 7, 1, std::nullopt});
     out.push_back({t, 17, 1000, 8, std::nullopt});
+    // Rows of 16 threads in the heuristic's CTAs (rmsnorm_fwd: one warp, two
+    // rows a thread), whole and with a tail, M not a multiple of 4.
+    out.push_back({t, 11, 248, 0, std::nullopt});
+    out.push_back({t, 7, 250, 0, std::nullopt});
     out.push_back({t, 6, 1000, 0, RowwiseConfig{128, 32, 4}});
     // CTAs of one and two warps: a partial last CTA, a row over two warps.
     out.push_back({t, 13, 256, 0, RowwiseConfig{32, 8, 1}});
