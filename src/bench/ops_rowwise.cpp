@@ -109,8 +109,10 @@ Status fill_floats(SlottedBuffer* b, int64_t count, DType t, int slots, uint64_t
   return fill_repeating(b, size_t(count) * size_t(dtype_size(t)), slots,
                         encode_floats(values, t, nullptr));
 }
-Status fill_targets(SlottedBuffer* b, const Shape& s, int slots) {
+// The same targets in every slot; *kept (optional): how many are not -100.
+Status fill_targets(SlottedBuffer* b, const Shape& s, int slots, float* kept = nullptr) {
   const auto t = testing::random_targets(s.m, s.n, 3, -100, 16);
+  if (kept != nullptr) *kept = float(std::count_if(t.begin(), t.end(), [](int64_t v) { return v != -100; }));
   const auto* p = reinterpret_cast<const uint8_t*>(t.data());
   return fill_repeating(b, size_t(s.m) * 8, slots, std::vector<uint8_t>(p, p + t.size() * 8));
 }
@@ -389,12 +391,18 @@ CrossEntropyOptions xent_options(const Params& p, const MaybeConfig& cfg) {
   return opt;
 }
 
+// cross_entropy_bwd mean: given the forward's total_weight, as torch's
+// autograd gives its backward, or counting the targets again.
+bool xent_total_weight(const Params& p, bool backward) {
+  return backward && reduction_of(p) == Reduction::kMean && p.text("total_weight") == "yes";
+}
+
 Status check_xent(const Params& p, const OpEnv& env, CheckReport* out, bool backward) {
   Shape s;
   KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
   const uint64_t seed = uint64_t(p.integer("seed"));
   const MaybeConfig cfg = read_config(p);
-  const CrossEntropyOptions opt = xent_options(p, cfg);
+  CrossEntropyOptions opt = xent_options(p, cfg);
   const int64_t loss_len = opt.reduction == Reduction::kNone ? s.m : 1;
   std::vector<double> x, got;
   const auto target = testing::random_targets(s.m, s.n, seed + 1, -100, 7);
@@ -423,6 +431,13 @@ Status check_xent(const Params& p, const OpEnv& env, CheckReport* out, bool back
   KESTREL_RETURN_IF_ERROR(upload_f32(&lse, lse_f32));
   KESTREL_RETURN_IF_ERROR(upload_f32(&loss, dloss));
   KESTREL_RETURN_IF_ERROR(poisoned(&dx, size_t(s.elems()) * s.es()));
+  DeviceBuffer total_weight;
+  if (xent_total_weight(p, true)) {
+    const double kept = double(std::count_if(target.begin(), target.end(),
+                                             [&](int64_t v) { return v != opt.ignore_index; }));
+    KESTREL_RETURN_IF_ERROR(upload_f32(&total_weight, {kept}));
+    opt.total_weight = vec(total_weight.get(), DType::kF32, 1);
+  }
   KESTREL_RETURN_IF_ERROR(cross_entropy_bwd(vec(loss.get(), DType::kF32, loss_len),
                                             rows(dl.get(), s), tv, vec(lse.get(), DType::kF32, s.m),
                                             rows(dx.get(), s), env.stream, opt));
@@ -440,26 +455,38 @@ Status bench_xent(const Params& p, const OpEnv& env, BenchCase* out, bool backwa
   KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
   const MaybeConfig cfg = read_config(p);
   const CrossEntropyOptions opt = xent_options(p, cfg);
+  const bool with_total_weight = xent_total_weight(p, backward);
   const int64_t loss_len = opt.reduction == Reduction::kNone ? s.m : 1;
   const double row = s.elems() * s.es();
   // Logits, targets and lse (written or read), the losses; dlogits backward.
   out->work.bytes = row * (backward ? 2 : 1) + s.m * 12.0 + loss_len * 4.0;
   const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
   struct State {
-    SlottedBuffer logits, target, lse, loss, dx;
+    SlottedBuffer logits, target, lse, loss, dx, total_weight;
   };
   auto st = std::make_shared<State>();
   KESTREL_RETURN_IF_ERROR(fill_floats(&st->logits, s.m * s.n, s.t, slots, 1, 2.0));
-  KESTREL_RETURN_IF_ERROR(fill_targets(&st->target, s, slots));
+  float kept = 0.0f;
+  KESTREL_RETURN_IF_ERROR(fill_targets(&st->target, s, slots, &kept));
+  if (with_total_weight) {
+    KESTREL_RETURN_IF_ERROR(st->total_weight.allocate(4, slots));
+    KESTREL_RETURN_IF_ERROR(st->total_weight.upload_all(&kept, 4));
+  }
   KESTREL_RETURN_IF_ERROR(fill_floats(&st->lse, s.m, DType::kF32, slots, 2, 0.1));
   KESTREL_RETURN_IF_ERROR(fill_floats(&st->loss, loss_len, DType::kF32, slots, 3, 0.1));
   if (backward) KESTREL_RETURN_IF_ERROR(st->dx.allocate(size_t(row), slots));
-  const std::string extra =
-      " " + p.text("reduction") + (opt.label_smoothing != 0 ? " ls" + p.text("smoothing") : "");
+  const std::string extra = " " + p.text("reduction") +
+                            (opt.label_smoothing != 0 ? " ls" + p.text("smoothing") : "") +
+                            (backward && opt.reduction == Reduction::kMean && !with_total_weight
+                                 ? " counted"
+                                 : "");
   return finish_case(out, label(s, p, extra), slots,
-                     [st, s, opt, cfg, loss_len, backward](cudaStream_t stream, int k) {
+                     [st, s, opt, cfg, loss_len, backward, with_total_weight](cudaStream_t stream,
+                                                                              int k) {
                        CrossEntropyOptions o = opt;
                        o.config = cfg.get();  // this closure's copy, not bench_xent's
+                       if (with_total_weight)
+                         o.total_weight = vec(st->total_weight.at(k), DType::kF32, 1);
                        const TensorView target = vec(st->target.at(k), DType::kI64, s.m);
                        const TensorView lse = vec(st->lse.at(k), DType::kF32, s.m);
                        const TensorView loss = vec(st->loss.at(k), DType::kF32, loss_len);
@@ -510,6 +537,12 @@ void register_rowwise_ops(OpRegistry& reg) {
   const ParamSpec reduction{
       "reduction", ParamKind::kChoice, "mean", "loss reduction", {"mean", "sum", "none"}};
   const ParamSpec smoothing{"smoothing", ParamKind::kFloat, "0", "label smoothing", {}};
+  const ParamSpec total_weight{"total_weight",
+                               ParamKind::kChoice,
+                               "yes",
+                               "mean: the forward's total_weight given (as torch's autograd "
+                               "does), or the targets counted again (no)",
+                               {"yes", "no"}};
   const ParamSpec rpt{"rpt", ParamKind::kInt, "0", "rows per thread (0: heuristic)", {}};
   reg.add({"rmsnorm_fwd", kFamily,
            "y = x * rstd * w, rstd[M] fp32 (optionally h = x + residual first); checked "
@@ -554,7 +587,7 @@ void register_rowwise_ops(OpRegistry& reg) {
        configs_of(RowwiseOp::kCrossEntropyFwd)});
   reg.add(
       {"cross_entropy_bwd", kFamily, "dlogits from dloss, logits, targets and the saved lse",
-       common({reduction, smoothing}),
+       common({reduction, smoothing, total_weight}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, true); },
        configs_of(RowwiseOp::kCrossEntropyBwd)});

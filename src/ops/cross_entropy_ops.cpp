@@ -1,6 +1,6 @@
 // Host side of cross-entropy forward and backward: validate, plan, launch
 // kernels/cross_entropy.cuh (plus its fixed-order finishing kernel for the
-// sum/mean reductions).
+// forward's sum/mean and its count of kept rows for the backward's mean).
 #include <algorithm>
 #include <string>
 
@@ -36,6 +36,8 @@ struct XentBwdParams {  // mirrors kernels/cross_entropy.cuh
   const float* lse;
   const float* grad;
   long long grad_stride;
+  const float* kept;
+  int kept_parts;
   long long m;
   int n;
 };
@@ -52,29 +54,54 @@ Status check_common(const TensorView& logits, const TensorView& target, const Te
   KESTREL_RETURN_IF_ERROR(check_vector(lse, "lse", m, DType::kF32));
   KESTREL_RETURN_IF_ERROR(
       check_vector(scalar, scalar_name, opt.reduction == Reduction::kNone ? m : 1, DType::kF32));
+  if (opt.total_weight.data != nullptr) {
+    if (opt.reduction != Reduction::kMean)
+      return Status::InvalidArgument("opt.total_weight: only reduction mean has one");
+    KESTREL_RETURN_IF_ERROR(check_vector(opt.total_weight, "opt.total_weight", 1, DType::kF32));
+  }
   if (!(opt.label_smoothing >= 0.0f && opt.label_smoothing <= 1.0f))
     return Status::InvalidArgument("opt.label_smoothing: must be in [0, 1], got " +
                                    std::to_string(opt.label_smoothing));
   return Status::Ok();
 }
 
-// See xent_finish_kernel: out = (row_loss ? sum row_loss : *dloss) / (mean ? kept : 1).
-Status finish(const float* row_loss, const float* dloss, const TensorView& target, int64_t m,
-              const CrossEntropyOptions& opt, float* out, cudaStream_t stream) {
+constexpr int kXentCountParts = 8;  // mirrors kernels/cross_entropy.cuh
+
+// Forward sum/mean: xent_finish_kernel, the forward's programmatic dependent,
+// sums the row losses (divided by the kept rows for mean) into loss[0].
+Status finish_forward(const float* row_loss, const TensorView& target, int64_t m,
+                      const CrossEntropyOptions& opt, float* out, cudaStream_t stream) {
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
       rt::Kernel::get({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}}, &kernel));
   rt::LaunchShape shape;
   shape.block = dim3(1024);
-  return kernel(shape, stream, row_loss, dloss, static_cast<const long long*>(target.data),
+  shape.overlap_previous = true;
+  return kernel(shape, stream, row_loss, static_cast<const long long*>(target.data),
                 static_cast<long long>(m), static_cast<long long>(opt.ignore_index),
-                opt.reduction == Reduction::kMean, out);
+                opt.reduction == Reduction::kMean, out, static_cast<float*>(opt.total_weight.data));
+}
+
+// Backward mean: the kept rows counted in kXentCountParts parts.
+Status count_kept(const TensorView& target, int64_t m, const CrossEntropyOptions& opt,
+                  float* parts, cudaStream_t stream) {
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get({"cross_entropy.cuh", "kestrel::xent_count_kernel", {}}, &kernel));
+  rt::LaunchShape shape;
+  shape.grid = dim3(kXentCountParts);
+  shape.block = dim3(1024);
+  return kernel(shape, stream, static_cast<const long long*>(target.data),
+                static_cast<long long>(m), static_cast<long long>(opt.ignore_index), parts);
 }
 
 }  // namespace
 
 size_t cross_entropy_workspace_bytes(int64_t m, Reduction reduction) {
-  return reduction == Reduction::kNone ? 0 : size_t(std::max<int64_t>(m, 1)) * sizeof(float);
+  // Forward: the row losses; backward mean: the count's parts.
+  return reduction == Reduction::kNone
+             ? 0
+             : size_t(std::max<int64_t>(m, kXentCountParts)) * sizeof(float);
 }
 
 Status cross_entropy_fwd(const TensorView& logits, const TensorView& target, const TensorView& loss,
@@ -107,7 +134,7 @@ Status cross_entropy_fwd(const TensorView& logits, const TensorView& target, con
     KESTREL_RETURN_IF_ERROR(kernel(plan.shape(plan.row_groups(m)), stream, p));
   }
   if (!reduce) return Status::Ok();
-  return finish(row_loss, nullptr, target, m, opt, static_cast<float*>(loss.data), stream);
+  return finish_forward(row_loss, target, m, opt, static_cast<float*>(loss.data), stream);
 }
 
 Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
@@ -124,15 +151,20 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       rowwise_kernel_spec(RowwiseOp::kCrossEntropyBwd, logits.dtype, plan), &kernel));
-  // Row i's gradient scale: dloss[i] (none), dloss[0] (sum), dloss[0] / kept (mean).
-  const float* grad = static_cast<const float*>(dloss.data);
+  // Row i's gradient scale: dloss[i] (none), dloss[0] (sum), dloss[0] / kept
+  // (mean: kept from the forward's total_weight, or counted here in parts).
   Scratch scratch;
-  if (opt.reduction == Reduction::kMean) {
+  const float* kept = static_cast<const float*>(opt.total_weight.data);
+  int kept_parts = 1;
+  bool after_count = false;
+  if (opt.reduction == Reduction::kMean && kept == nullptr) {
     KESTREL_RETURN_IF_ERROR(scratch.acquire(
         opt.workspace, cross_entropy_workspace_bytes(m, opt.reduction), stream, "opt.workspace"));
-    KESTREL_RETURN_IF_ERROR(
-        finish(nullptr, grad, target, m, opt, static_cast<float*>(scratch.get()), stream));
-    grad = static_cast<const float*>(scratch.get());
+    float* parts = static_cast<float*>(scratch.get());
+    KESTREL_RETURN_IF_ERROR(count_kept(target, m, opt, parts, stream));
+    kept = parts;
+    kept_parts = kXentCountParts;
+    after_count = true;
   }
   const XentBwdParams p{logits.data,
                         logits.stride[0],
@@ -142,11 +174,15 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
                         static_cast<long long>(opt.ignore_index),
                         opt.label_smoothing,
                         static_cast<const float*>(lse.data),
-                        grad,
+                        static_cast<const float*>(dloss.data),
                         opt.reduction == Reduction::kNone ? 1 : 0,
+                        kept,
+                        kept_parts,
                         m,
                         int(v)};
-  return kernel(plan.shape(plan.row_groups(m), /*cluster_launch=*/false), stream, p);
+  rt::LaunchShape shape = plan.shape(plan.row_groups(m), /*cluster_launch=*/false);
+  shape.overlap_previous = after_count;  // loads rows while the count runs
+  return kernel(shape, stream, p);
 }
 
 }  // namespace kestrel

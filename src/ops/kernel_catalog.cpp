@@ -44,6 +44,7 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
   }
   add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, kRowVector, {true, true, DType::kF32});
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}});
+  specs->push_back({"cross_entropy.cuh", "kestrel::xent_count_kernel", {}});
 }
 
 }  // namespace

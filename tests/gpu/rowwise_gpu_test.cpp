@@ -319,7 +319,10 @@ std::vector<Case> large_cases() {
           {DType::kF32, 2, 262144, 0, std::nullopt},
           {DType::kF16, 2, 131073, 0, std::nullopt},
           {DType::kBF16, 64, 4096, 0, std::nullopt},
-          {DType::kF32, 8, 32768, 0, std::nullopt}};
+          {DType::kF32, 8, 32768, 0, std::nullopt},
+          // More rows than cross-entropy's finishing CTA loads in one round
+          // (16384): its count and sum loop.
+          {DType::kF32, 40000, 5, 0, std::nullopt}};
 }
 INSTANTIATE_TEST_SUITE_P(RowwiseLarge, RowwiseGpu, ::testing::ValuesIn(large_cases()), case_name);
 
@@ -416,6 +419,69 @@ TEST(RowwiseSmallVariants, RmsNormWithoutWeightAndBf16Dweight) {
   EXPECT_PASS(
       testing::compare_bf16(testing::bf16_to_doubles(dweight.download<uint16_t>()), want_w.dweight),
       "dweight bf16");
+}
+
+// Cross-entropy mean through a caller workspace of exactly the bytes asked
+// for, at M below the backward's count parts (parts with no rows); then the
+// forward's total_weight handed to the backward instead of a count.
+TEST(RowwiseSmallVariants, CrossEntropyMeanWorkspaceAndTotalWeight) {
+  KESTREL_REQUIRE_GPU();
+  const Case c{DType::kF32, 3, 7, 0, std::nullopt};
+  const Rows logits = random_rows(c, 33, 2.0);
+  const std::vector<int64_t> target = {2, -100, 6};
+  const auto fwd = ref::cross_entropy_fwd(logits.values.data(), target.data(), c.m, c.n, -100,
+                                          0.0, ref::Reduction::kMean);
+  const auto lse = testing::round_f32(ref::cross_entropy_fwd(logits.values.data(), target.data(),
+                                                             c.m, c.n, -100, 0.0,
+                                                             ref::Reduction::kNone)
+                                          .lse);
+  const std::vector<double> dloss = {0.75};
+  const auto want = ref::cross_entropy_bwd(dloss.data(), logits.values.data(), target.data(),
+                                           lse.data(), c.m, c.n, -100, 0.0, ref::Reduction::kMean);
+  const DeviceRows dl = DeviceRows::input(logits), dx = DeviceRows::poisoned_like(logits);
+  const DeviceBuffer dt = DeviceBuffer::from(target), dlse = testing::upload_f32(lse),
+                     ddloss = testing::upload_f32(dloss), loss = testing::poisoned_f32(1),
+                     lse_out = testing::poisoned_f32(size_t(c.m));
+  const size_t bytes = cross_entropy_workspace_bytes(c.m, Reduction::kMean);
+  DeviceBuffer ws(bytes);
+  ws.poison();
+  CrossEntropyOptions opt;
+  opt.reduction = Reduction::kMean;
+  opt.workspace = {ws.get(), bytes - 4};
+  Status st = cross_entropy_bwd(vec_view(ddloss, DType::kF32, 1), dl.view,
+                                vec_view(dt, DType::kI64, c.m), vec_view(dlse, DType::kF32, c.m),
+                                dx.view, nullptr, opt);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("opt.workspace"), std::string::npos) << st.message();
+  opt.workspace = {ws.get(), bytes};
+  ASSERT_OK(cross_entropy_bwd(vec_view(ddloss, DType::kF32, 1), dl.view,
+                              vec_view(dt, DType::kI64, c.m), vec_view(dlse, DType::kF32, c.m),
+                              dx.view, nullptr, opt));
+  EXPECT_PASS(compare_as(c.t, dx.read(), want, c.n), "dlogits");
+  ASSERT_OK(cross_entropy_fwd(dl.view, vec_view(dt, DType::kI64, c.m),
+                              vec_view(loss, DType::kF32, 1),
+                              vec_view(lse_out, DType::kF32, c.m), nullptr, opt));
+  EXPECT_PASS(testing::compare_fp32(testing::read_f32(loss), fwd.loss, 1e-5, 1), "loss");
+
+  const DeviceBuffer total_weight = testing::poisoned_f32(1);
+  opt.workspace = {};
+  opt.total_weight = vec_view(total_weight, DType::kF32, 1);
+  ASSERT_OK(cross_entropy_fwd(dl.view, vec_view(dt, DType::kI64, c.m),
+                              vec_view(loss, DType::kF32, 1),
+                              vec_view(lse_out, DType::kF32, c.m), nullptr, opt));
+  EXPECT_EQ(testing::read_f32(total_weight)[0], 2.0) << "rows not ignored";
+  const DeviceRows dx2 = DeviceRows::poisoned_like(logits);
+  ASSERT_OK(cross_entropy_bwd(vec_view(ddloss, DType::kF32, 1), dl.view,
+                              vec_view(dt, DType::kI64, c.m), vec_view(dlse, DType::kF32, c.m),
+                              dx2.view, nullptr, opt));
+  EXPECT_PASS(compare_as(c.t, dx2.read(), want, c.n), "dlogits from total_weight");
+  // Only the mean has a total weight.
+  opt.reduction = Reduction::kSum;
+  st = cross_entropy_bwd(vec_view(ddloss, DType::kF32, 1), dl.view,
+                         vec_view(dt, DType::kI64, c.m), vec_view(dlse, DType::kF32, c.m),
+                         dx2.view, nullptr, opt);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("opt.total_weight"), std::string::npos) << st.message();
 }
 
 // Several rows per thread (forward ops): a partial last CTA (rows past M in
