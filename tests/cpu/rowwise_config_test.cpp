@@ -75,6 +75,11 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   // ... in one-warp CTAs of 4 rows, two a thread (measured, session 19).
   EXPECT_EQ(short_rows.threads, 32) << short_rows.describe();
   EXPECT_EQ(short_rows.rows_per_thread, 2) << short_rows.describe();
+  // cross_entropy_bwd: 2 vectors a thread in CTAs of 128 threads (session 20).
+  const RowwiseConfig xent_bwd =
+      rowwise_default_config(RowwiseOp::kCrossEntropyBwd, 32768, 1024, DType::kBF16, 132);
+  EXPECT_EQ(xent_bwd.threads, 128) << xent_bwd.describe();
+  EXPECT_EQ(xent_bwd.threads_per_row, 64) << xent_bwd.describe();
   // A few long rows are spread over more CTAs to fill the GPU.
   const RowwiseConfig few =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 2, 16384, DType::kBF16, 132);
