@@ -205,6 +205,11 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
       c.cluster /= 2;
     while (c.cluster > 16) c.cluster /= 2, c.threads *= 2, c.threads_per_row *= 2;
   }
+  // softmax_bwd rows of 2049..4096 vectors: one CTA of 512 threads, not a
+  // cluster of two of 256 (H100, 32768 rows, session 20: bf16 N = 32768 2214
+  // -> 2096 us, fp32 16384 2213 -> 2096; t1024 2095 / 2095; bf16 4096 stays).
+  if (op == RowwiseOp::kSoftmaxBwd && c.cluster == 2 && c.threads == 256 && vectors <= 4096)
+    c = {512, 512, 1};
   // Few rows: spread each over more CTAs (keeping >= 2 vectors per thread)
   // until the grid covers the SMs.
   auto ctas = [&](const RowwiseConfig& k) { return ceil_div(m, k.rows_per_cta()) * k.cluster; };

@@ -75,6 +75,11 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   // ... in one-warp CTAs of 4 rows, two a thread (measured, session 19).
   EXPECT_EQ(short_rows.threads, 32) << short_rows.describe();
   EXPECT_EQ(short_rows.rows_per_thread, 2) << short_rows.describe();
+  // softmax_bwd rows of 4096 vectors: one CTA of 512 threads (session 20).
+  const RowwiseConfig softmax_bwd =
+      rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 32768, DType::kBF16, 132);
+  EXPECT_EQ(softmax_bwd.cluster, 1) << softmax_bwd.describe();
+  EXPECT_EQ(softmax_bwd.threads, 512) << softmax_bwd.describe();
   // cross_entropy_bwd: 2 vectors a thread in CTAs of 128 threads (session 20).
   const RowwiseConfig xent_bwd =
       rowwise_default_config(RowwiseOp::kCrossEntropyBwd, 32768, 1024, DType::kBF16, 132);
