@@ -1,10 +1,13 @@
 // The pass rules themselves: bounds, NaN / inf handling, worst-element report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "compare.h"
+#include "random.h"
 
 namespace kestrel::testing {
 namespace {
@@ -75,6 +78,44 @@ TEST(Compare, Fp32UsesTheRowRmsAsAMagnitudeFloor) {
   // Whole tensor as one row (row_len 0): then they are.
   EXPECT_TRUE(compare_fp32({1.0, 1.0, 1e-6, 1.1e-6}, {1.0, 1.0, 1e-6, 1e-6}, 1e-5, 0).pass);
   EXPECT_FALSE(compare_fp32({1.0 + 2e-5}, {1.0}).pass);
+}
+
+// softmax_bwd's dx = y (dy - sum(dy y)) computed in fp32 on rows of five
+// where one y is near 1: every dx of such a row cancels to ~(1 - y_max) of
+// its terms, so fp32's rounding of the sum fails 1e-5 of the row's RMS of dx,
+// and is within 1e-5 of the row's RMS of the terms y dy.
+TEST(Compare, Fp32TermsFloorTakesSoftmaxGradientCancellation) {
+  const int64_t m = 40000, n = 5;
+  const std::vector<double> x = random_normal(m * n, 9, 3.0), g = random_normal(m * n, 10);
+  std::vector<double> y(size_t(m * n)), dy(size_t(m * n)), ref(size_t(m * n)),
+      out(size_t(m * n)), terms(size_t(m * n));
+  for (int64_t r = 0; r < m; ++r) {
+    const double* xr = &x[size_t(r * n)];
+    const double mx = *std::max_element(xr, xr + n);
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += std::exp(xr[j] - mx);
+    double s = 0;
+    float s32 = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t i = size_t(r * n + j);
+      y[i] = double(float(std::exp(xr[j] - mx) / sum));  // the stored fp32 inputs
+      dy[i] = double(float(g[i]));
+      s += y[i] * dy[i];
+      s32 += float(y[i]) * float(dy[i]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t i = size_t(r * n + j);
+      ref[i] = y[i] * (dy[i] - s);
+      out[i] = double(float(y[i]) * (float(dy[i]) - s32));
+      terms[i] = y[i] * dy[i];
+    }
+  }
+  EXPECT_FALSE(compare_fp32(out, ref, 1e-5, n).pass);
+  const CompareReport r = compare_fp32_terms(out, ref, terms, n);
+  EXPECT_TRUE(r.pass) << r.to_string();
+  // The floor still catches an error of the terms' size.
+  out[7] += 1e-4 * std::fabs(terms[5]) + 1e-4;
+  EXPECT_FALSE(compare_fp32_terms(out, ref, terms, n).pass);
 }
 
 TEST(Compare, RelativeL2) {

@@ -90,26 +90,14 @@ Rows random_weight(const Case& c, uint64_t seed) {
 // (xhat = +-1 up to eps), the terms rstd g; softmax's dx = y (dy - sum(dy y))
 // when one y is near 1, the terms y dy (an fp32 emulation of that formula on
 // 40000 rows of 5, x ~ N(0, 9): 1205 rows fail 1e-5 of the row's RMS of dx,
-// none with the terms' RMS as the floor; session 20). So fp32 dx is judged
-// with the row's RMS of `terms` as a further floor.
+// none with the terms' RMS as the floor; session 20, and the CPU test
+// Compare.Fp32TermsFloorTakesSoftmaxGradientCancellation). So fp32 dx is
+// judged with the row's RMS of `terms` as a further floor.
 testing::CompareReport compare_with_terms(DType t, const std::vector<double>& out,
                                           const std::vector<double>& ref,
                                           const std::vector<double>& terms, int64_t n) {
   if (t != DType::kF32) return compare_as(t, out, ref, n);
-  testing::CompareReport worst;
-  for (int64_t r = 0; r < int64_t(ref.size()) / n; ++r) {
-    double sum_terms = 0, refs = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      sum_terms += terms[size_t(r * n + j)] * terms[size_t(r * n + j)];
-      refs += ref[size_t(r * n + j)] * ref[size_t(r * n + j)];
-    }
-    const double floor = std::sqrt(std::max(sum_terms, refs) / double(n));
-    auto rep =
-        testing::compare_close(&out[size_t(r * n)], &ref[size_t(r * n)], n, 1e-5 * floor, 1e-5);
-    if (!rep.pass || r == 0) worst = rep;
-    if (!rep.pass) break;
-  }
-  return worst;
+  return testing::compare_fp32_terms(out, ref, terms, n);
 }
 
 testing::CompareReport compare_dx(DType t, const std::vector<double>& out,

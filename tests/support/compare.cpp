@@ -97,24 +97,50 @@ CompareReport compare_bf16(const double* out, const double* ref, int64_t n) {
                [&](int64_t i) { return std::ldexp(std::fabs(ref[i]), -7) + 1e-6; });
 }
 
-CompareReport compare_relative(const double* out, const double* ref, int64_t n, double rtol,
-                               int64_t row_len) {
-  if (row_len <= 0 || row_len > n) row_len = n > 0 ? n : 1;
-  // RMS of the finite reference values of each row.
+namespace {
+// RMS of the finite values of each row of `v` (n values, rows of row_len).
+std::vector<double> row_rms(const double* v, int64_t n, int64_t row_len) {
   std::vector<double> rms(static_cast<size_t>((n + row_len - 1) / row_len), 0.0);
   for (size_t row = 0; row < rms.size(); ++row) {
     double s = 0.0;
     int64_t cnt = 0;
     for (int64_t i = int64_t(row) * row_len; i < std::min<int64_t>(n, (row + 1) * row_len); ++i)
-      if (std::isfinite(ref[i])) s += ref[i] * ref[i], ++cnt;
+      if (std::isfinite(v[i])) s += v[i] * v[i], ++cnt;
     rms[row] = cnt ? std::sqrt(s / double(cnt)) : 0.0;
   }
-  char rule[128];
-  std::snprintf(rule, sizeof rule, "|out-ref| <= %g*max(|ref|, rms(ref row of %lld))", rtol,
+  return rms;
+}
+
+// |out - ref| <= rtol * max(|ref|, floor of the element's row).
+CompareReport judge_rows(const double* out, const double* ref, int64_t n, double rtol,
+                         int64_t row_len, const std::vector<double>& floor, const char* of) {
+  char rule[160];
+  std::snprintf(rule, sizeof rule, "|out-ref| <= %g*max(|ref|, rms(%s row of %lld))", rtol, of,
                 (long long)row_len);
   return judge(out, ref, n, rule, [&](int64_t i) {
-    return rtol * std::fmax(std::fabs(ref[i]), rms[size_t(i / row_len)]);
+    return rtol * std::fmax(std::fabs(ref[i]), floor[size_t(i / row_len)]);
   });
+}
+}  // namespace
+
+CompareReport compare_relative(const double* out, const double* ref, int64_t n, double rtol,
+                               int64_t row_len) {
+  if (row_len <= 0 || row_len > n) row_len = n > 0 ? n : 1;
+  return judge_rows(out, ref, n, rtol, row_len, row_rms(ref, n, row_len), "ref");
+}
+
+CompareReport compare_fp32_terms(const std::vector<double>& out, const std::vector<double>& ref,
+                                 const std::vector<double>& terms, int64_t row_len, double rtol) {
+  if (out.size() != ref.size()) return size_mismatch(out.size(), ref.size());
+  if (terms.size() != ref.size()) return size_mismatch(terms.size(), ref.size());
+  const int64_t n = int64_t(ref.size());
+  if (row_len <= 0 || row_len > n) row_len = n > 0 ? n : 1;
+  std::vector<double> floor = row_rms(ref.data(), n, row_len);
+  const std::vector<double> t = row_rms(terms.data(), n, row_len);
+  for (size_t r = 0; r < floor.size(); ++r) floor[r] = std::fmax(floor[r], t[r]);
+  CompareReport rep = judge_rows(out.data(), ref.data(), n, rtol, row_len, floor, "ref and terms");
+  rep.rule = "fp32: " + rep.rule;
+  return rep;
 }
 
 CompareReport compare_fp32(const double* out, const double* ref, int64_t n, double rtol,

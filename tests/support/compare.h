@@ -34,6 +34,12 @@ CompareReport compare_bf16(const double* out, const double* ref, int64_t n);
 // not scale with the data. row_len = 0 takes the whole tensor as one row.
 CompareReport compare_fp32(const double* out, const double* ref, int64_t n, double rtol = 1e-5,
                            int64_t row_len = 0);
+// fp32 outputs that cancel: the floor is also the RMS of the row's `terms`,
+// the magnitudes the output is computed from (softmax_bwd: y dy; RMSNorm's
+// dx: rstd dy w), to which an fp32 kernel's error is relative.
+CompareReport compare_fp32_terms(const std::vector<double>& out, const std::vector<double>& ref,
+                                 const std::vector<double>& terms, int64_t row_len,
+                                 double rtol = 1e-5);
 // The same rule with any rtol, labelled as such (e.g. float64 vs float64 at 1e-12).
 CompareReport compare_relative(const double* out, const double* ref, int64_t n, double rtol,
                                int64_t row_len = 0);
