@@ -3,8 +3,11 @@
 // the float64 reference on fresh data before it is timed (unless --no-check);
 // a configuration that fails the check or cannot launch is never ranked.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
+#include "bench/precompile.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "cli.h"
@@ -23,6 +26,27 @@ std::string as_options(const std::map<std::string, std::string>& cfg) {
   std::string out;
   for (const auto& [k, v] : cfg) out += (out.empty() ? "--" : " --") + k + " " + v;
   return out;
+}
+
+// Every configuration's kernels compiled ahead on all cores (the runs would
+// compile them one at a time), where the op can name them.
+void precompile_cases(const bench::OpInfo& op, const bench::Suite& suite) {
+  const rt::DeviceInfo* dev = nullptr;
+  if (!op.kernels || !rt::current_device(&dev).ok()) return;
+  std::vector<rt::KernelSpec> specs;
+  for (const auto& c : suite.cases) {
+    bench::Params p;
+    if (!bench::resolve_params(op, c.params, &p).ok()) continue;
+    for (auto& s : op.kernels(p)) specs.push_back(std::move(s));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const bench::PrecompileResult r = bench::precompile(specs, dev->arch(), threads);
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("compiled %d kernels ahead on %d threads in %.1f s (%d cached, %d failed)\n",
+              r.compiled, threads, s, r.cached, r.failed);
+  std::fflush(stdout);
 }
 
 int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
@@ -54,6 +78,7 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
     suite.cases.push_back({e->op, values, as_options(cfg)});
   }
   if (!require_gpu()) return kExitFailure;
+  precompile_cases(*op, suite);
 
   bench::RunOptions ro;
   ro.timer.runs = o.runs;

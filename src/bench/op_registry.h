@@ -20,6 +20,7 @@
 #include "bench/timer.h"
 #include "kestrel/status.h"
 #include "runtime/device.h"
+#include "runtime/kernel_spec.h"
 
 namespace kestrel::bench {
 
@@ -84,6 +85,10 @@ struct OpInfo {
   // limit it) as parameter overrides, one map per configuration, for
   // `kestrel tune`; empty when the op has no knobs.
   std::function<std::vector<std::map<std::string, std::string>>(const Params&)> configs;
+  // The kernels a call with these parameters (a configuration of `configs`
+  // included) launches, so that `kestrel tune` can compile them all ahead in
+  // parallel. Best effort: a kernel left out compiles at its first launch.
+  std::function<std::vector<rt::KernelSpec>(const Params&)> kernels = nullptr;
 };
 
 class OpRegistry {

@@ -17,6 +17,7 @@
 #include "compare.h"
 #include "device_buffer.h"
 #include "kestrel/rowwise.h"
+#include "ops/rowwise_plan.h"
 #include "random.h"
 #include "reference/reference.h"
 #include "runtime/cuda_check.h"
@@ -498,6 +499,28 @@ Status bench_xent(const Params& p, const OpEnv& env, BenchCase* out, bool backwa
                      });
 }
 
+// The row kernel a call with these parameters runs, for `kestrel tune` to
+// compile ahead (OpInfo::kernels). It plans as the ops do for the bench's
+// dense, 16-byte aligned rows: RMSNorm takes no shifted path, and its weight
+// here has the rows' dtype.
+std::function<std::vector<rt::KernelSpec>(const Params&)> kernels_of(RowwiseOp op) {
+  return [op](const Params& p) -> std::vector<rt::KernelSpec> {
+    Shape s;
+    if (!read_shape(p, &s).ok()) return {};
+    const MaybeConfig c = read_config(p);
+    const bool rmsnorm = op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kRmsNormBwd;
+    const bool weighted = rmsnorm && p.text("weight") == "yes";
+    const bool residual = op == RowwiseOp::kRmsNormFwd && p.text("residual") == "yes";
+    const TensorView rows = TensorView::dense(reinterpret_cast<void*>(256), s.t, {s.m, s.n});
+    ops::RowPlan plan;
+    if (!ops::plan_rows(op, s.m, s.n, s.t, c.get(), ops::row_access({rows}, !rmsnorm), &plan,
+                        weighted)
+             .ok())
+      return {};
+    return {ops::rowwise_kernel_spec(op, s.t, plan, {residual, weighted, s.t})};
+  };
+}
+
 // The op's configurations for rows of the given n and dtype (`kestrel tune`).
 std::function<std::vector<std::map<std::string, std::string>>(const Params&)> configs_of(
     RowwiseOp op) {
@@ -555,7 +578,7 @@ void register_rowwise_ops(OpRegistry& reg) {
                     "write rstd[M] (no: the inference form, y only)",
                     {"yes", "no"}},
                    rpt}),
-           check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd)});
+           check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd), kernels_of(RowwiseOp::kRmsNormFwd)});
   reg.add({"rmsnorm_bwd", kFamily,
            "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",
            common({weight,
@@ -565,32 +588,32 @@ void register_rowwise_ops(OpRegistry& reg) {
                     "1: the row's `cluster` CTAs exchange through L2, not as a cluster",
                     {}},
                    rpt}),
-           check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd)});
+           check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd), kernels_of(RowwiseOp::kRmsNormBwd)});
   reg.add(
       {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({rpt}),
        [](const Params& p, const OpEnv& e, CheckReport* o) {
          return check_softmax(p, e, o, false);
        },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, false); },
-       configs_of(RowwiseOp::kSoftmaxFwd)});
+       configs_of(RowwiseOp::kSoftmaxFwd), kernels_of(RowwiseOp::kSoftmaxFwd)});
   reg.add(
       {"softmax_bwd", kFamily, "dx = y * (dy - sum(dy * y)) along rows", common({}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_softmax(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, true); },
-       configs_of(RowwiseOp::kSoftmaxBwd)});
+       configs_of(RowwiseOp::kSoftmaxBwd), kernels_of(RowwiseOp::kSoftmaxBwd)});
   reg.add(
       {"cross_entropy_fwd", kFamily,
        "loss (fp32, torch semantics) and lse[M] from logits[M][V] and int64 targets",
        common({reduction, smoothing}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, false); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, false); },
-       configs_of(RowwiseOp::kCrossEntropyFwd)});
+       configs_of(RowwiseOp::kCrossEntropyFwd), kernels_of(RowwiseOp::kCrossEntropyFwd)});
   reg.add(
       {"cross_entropy_bwd", kFamily, "dlogits from dloss, logits, targets and the saved lse",
        common({reduction, smoothing, total_weight}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, true); },
-       configs_of(RowwiseOp::kCrossEntropyBwd)});
+       configs_of(RowwiseOp::kCrossEntropyBwd), kernels_of(RowwiseOp::kCrossEntropyBwd)});
 }
 
 }  // namespace kestrel::bench
