@@ -9,6 +9,7 @@
 #include "bench/nvfp4_operands.h"
 #include "device_buffer.h"
 #include "kestrel/gemm.h"
+#include "ops/nvfp4_kernel_specs.h"
 #include "runtime/cuda_check.h"
 
 namespace kestrel::bench {
@@ -264,6 +265,27 @@ std::vector<std::map<std::string, std::string>> gemm_configs(const Params&) {
   return out;
 }
 
+// The GEMM kernel of a configuration, for `kestrel tune` to compile ahead
+// (OpInfo::kernels; best effort: the op may still shrink a K split that does
+// not fit in one wave, whose kernel then compiles at its launch). A cluster
+// split and an L2 split are both compiled, as the op may take either.
+std::function<std::vector<rt::KernelSpec>(const Params&)> gemm_kernels(bool dual) {
+  return [dual](const Params& p) -> std::vector<rt::KernelSpec> {
+    GemmShape s;
+    GemmConfig cfg;
+    if (!read_shape(p, &s).ok() || !read_config(p, &cfg)) return {};
+    const bool packed = p.integer("packed") != 0;
+    // Packed weights carry linear scales (ops::packed_weight_view).
+    const bool w_blocked = !packed && s.b_layout == ScaleLayout::kBlocked;
+    std::vector<rt::KernelSpec> out{ops::gemm_kernel_spec(s.out, cfg, w_blocked, dual, packed)};
+    if (cfg.split_k > 1) {
+      cfg.split_l2 = !cfg.split_l2;
+      out.push_back(ops::gemm_kernel_spec(s.out, cfg, w_blocked, dual, packed));
+    }
+    return out;
+  };
+}
+
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
@@ -271,12 +293,12 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
            "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("128", "7168", "16384", "rows of B (weights)", "GEMM"), check_gemm,
-           bench_gemm, gemm_configs});
+           bench_gemm, gemm_configs, gemm_kernels(false)});
   reg.add({"dual_gemm", "nvfp4_dual_gemm",
            "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("256", "4096", "7168", "rows of B1 and B2", "dual"), check_dual,
-           bench_dual, gemm_configs});
+           bench_dual, gemm_configs, gemm_kernels(true)});
 }
 
 }  // namespace kestrel::bench

@@ -10,6 +10,7 @@
 #include "bench/nvfp4_operands.h"
 #include "device_buffer.h"
 #include "kestrel/gemv.h"
+#include "ops/nvfp4_kernel_specs.h"
 #include "runtime/cuda_check.h"
 
 namespace kestrel::bench {
@@ -148,6 +149,22 @@ Status bench_gemv(const Params& p, const OpEnv& env, BenchCase* out) {
   return Status::Ok();
 }
 
+// The GEMV kernel of a configuration, for `kestrel tune` to compile ahead
+// (OpInfo::kernels). The bench's A is 16-byte aligned; its linear scales
+// pair up where rows and batches hold an even number of them (the op's rule).
+std::vector<rt::KernelSpec> gemv_kernels(const Params& p) {
+  GemvShape s;
+  GemvConfig cfg;
+  if (!read_shape(p, &s).ok() || !read_config(p, &cfg)) return {};
+  const bool a_blk = s.a_layout == ScaleLayout::kBlocked;
+  const bool b_blk = s.b_layout == ScaleLayout::kBlocked;
+  if (cfg.kernel == GemvKernel::kWgmma)
+    return {ops::gemv_wgmma_kernel_spec(s.out, cfg, a_blk, b_blk)};
+  const int64_t scales_per_row = s.k / 16;
+  const bool scale_pair = a_blk || (scales_per_row % 2 == 0 && (s.m * scales_per_row) % 2 == 0);
+  return {ops::gemv_kernel_spec(s.out, cfg, a_blk, b_blk, true, scale_pair)};
+}
+
 }  // namespace
 
 void register_nvfp4_gemv_ops(OpRegistry& reg) {
@@ -185,7 +202,8 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                               {"cluster", std::to_string(c.cluster)},
                               {"depth", std::to_string(c.depth)}});
              return out;
-           }});
+           },
+           gemv_kernels});
 }
 
 }  // namespace kestrel::bench

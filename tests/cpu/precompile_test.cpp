@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "bench/op_registry.h"
 #include "bench/precompile.h"
 #include "scoped_env.h"
 
@@ -36,6 +37,38 @@ TEST(Precompile, CompilesEachDistinctKernelOnceThenReadsTheCache) {
   EXPECT_EQ(r.failed, 1);
   EXPECT_EQ(r.cached, 1);
   std::filesystem::remove_all(dir);
+}
+
+// `kestrel tune gemv|gemm|dual_gemm` compiles ahead what each configuration
+// names (no GPU needed to name them): the kernel of that configuration.
+TEST(Precompile, EveryGemvAndGemmConfigurationNamesItsKernel) {
+  for (const char* name : {"gemv", "gemm", "dual_gemm"}) {
+    SCOPED_TRACE(name);
+    const OpInfo* op = nullptr;
+    ASSERT_TRUE(lookup_op(builtin_registry(), name, &op).ok());
+    ASSERT_TRUE(op->configs && op->kernels);
+    Params defaults;
+    ASSERT_TRUE(resolve_params(*op, {}, &defaults).ok());
+    EXPECT_TRUE(op->kernels(defaults).empty()) << "the heuristic's kernel is the op's to pick";
+    const auto configs = op->configs(defaults);
+    ASSERT_FALSE(configs.empty());
+    for (const auto& cfg : configs) {
+      Params p;
+      ASSERT_TRUE(resolve_params(*op, cfg, &p).ok());
+      const auto specs = op->kernels(p);
+      ASSERT_FALSE(specs.empty());
+      if (std::string(name) == "gemv") {
+        EXPECT_EQ(specs[0].header.rfind("nvfp4_gemv", 0), 0u) << specs[0].describe();
+      } else {
+        EXPECT_EQ(specs[0].header, "nvfp4_gemm.cuh");
+        // nvfp4_gemm_kernel<half, BN, STAGES, SPLIT, ...>
+        const std::string args =
+            ", " + cfg.at("bn") + ", " + cfg.at("stages") + ", " + cfg.at("split") + ", ";
+        EXPECT_NE(specs[0].entry.find(args), std::string::npos) << specs[0].entry;
+        EXPECT_EQ(specs.size(), cfg.at("split") == "1" ? 1u : 2u) << "cluster and L2 splits";
+      }
+    }
+  }
 }
 
 }  // namespace
