@@ -12,8 +12,9 @@
 // Backward: elementwise given the saved lse,
 //   dx_j = g (e^(x_j - lse) - eps / V) - g (1 - eps) [j == t],
 // g = dloss_i (none), dloss (sum) or dloss / kept rows (mean: the forward's
-// total_weight, or counted by xent_count_kernel). Ignored rows get zeros. Each thread reads its elements
-// before writing them, so dlogits may be the logits themselves.
+// total_weight, or counted by xent_count_kernel). Ignored rows get zeros.
+// Each thread reads its elements before writing them, so dlogits may be the
+// logits themselves.
 #pragma once
 #include "common/reduce.cuh"
 #include "common/row_io.cuh"

@@ -110,10 +110,16 @@ Status fill_floats(SlottedBuffer* b, int64_t count, DType t, int slots, uint64_t
   return fill_repeating(b, size_t(count) * size_t(dtype_size(t)), slots,
                         encode_floats(values, t, nullptr));
 }
-// The same targets in every slot; *kept (optional): how many are not -100.
+// Rows whose target is not ignore_index: cross_entropy_bwd's total_weight.
+float kept_rows(const std::vector<int64_t>& target, int64_t ignore_index) {
+  return float(std::count_if(target.begin(), target.end(),
+                             [&](int64_t v) { return v != ignore_index; }));
+}
+
+// The same targets in every slot; *kept (optional): kept_rows of them.
 Status fill_targets(SlottedBuffer* b, const Shape& s, int slots, float* kept = nullptr) {
   const auto t = testing::random_targets(s.m, s.n, 3, -100, 16);
-  if (kept != nullptr) *kept = float(std::count_if(t.begin(), t.end(), [](int64_t v) { return v != -100; }));
+  if (kept != nullptr) *kept = kept_rows(t, -100);
   const auto* p = reinterpret_cast<const uint8_t*>(t.data());
   return fill_repeating(b, size_t(s.m) * 8, slots, std::vector<uint8_t>(p, p + t.size() * 8));
 }
@@ -434,9 +440,7 @@ Status check_xent(const Params& p, const OpEnv& env, CheckReport* out, bool back
   KESTREL_RETURN_IF_ERROR(poisoned(&dx, size_t(s.elems()) * s.es()));
   DeviceBuffer total_weight;
   if (xent_total_weight(p, true)) {
-    const double kept = double(std::count_if(target.begin(), target.end(),
-                                             [&](int64_t v) { return v != opt.ignore_index; }));
-    KESTREL_RETURN_IF_ERROR(upload_f32(&total_weight, {kept}));
+    KESTREL_RETURN_IF_ERROR(upload_f32(&total_weight, {kept_rows(target, opt.ignore_index)}));
     opt.total_weight = vec(total_weight.get(), DType::kF32, 1);
   }
   KESTREL_RETURN_IF_ERROR(cross_entropy_bwd(vec(loss.get(), DType::kF32, loss_len),
@@ -578,7 +582,8 @@ void register_rowwise_ops(OpRegistry& reg) {
                     "write rstd[M] (no: the inference form, y only)",
                     {"yes", "no"}},
                    rpt}),
-           check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd), kernels_of(RowwiseOp::kRmsNormFwd)});
+           check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd),
+           kernels_of(RowwiseOp::kRmsNormFwd)});
   reg.add({"rmsnorm_bwd", kFamily,
            "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",
            common({weight,
@@ -588,7 +593,8 @@ void register_rowwise_ops(OpRegistry& reg) {
                     "1: the row's `cluster` CTAs exchange through L2, not as a cluster",
                     {}},
                    rpt}),
-           check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd), kernels_of(RowwiseOp::kRmsNormBwd)});
+           check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd),
+           kernels_of(RowwiseOp::kRmsNormBwd)});
   reg.add(
       {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({rpt}),
        [](const Params& p, const OpEnv& e, CheckReport* o) {

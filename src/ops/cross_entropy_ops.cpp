@@ -156,7 +156,6 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
   Scratch scratch;
   const float* kept = static_cast<const float*>(opt.total_weight.data);
   int kept_parts = 1;
-  bool after_count = false;
   if (opt.reduction == Reduction::kMean && kept == nullptr) {
     KESTREL_RETURN_IF_ERROR(scratch.acquire(
         opt.workspace, cross_entropy_workspace_bytes(m, opt.reduction), stream, "opt.workspace"));
@@ -164,7 +163,6 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
     KESTREL_RETURN_IF_ERROR(count_kept(target, m, opt, parts, stream));
     kept = parts;
     kept_parts = kXentCountParts;
-    after_count = true;
   }
   const XentBwdParams p{logits.data,
                         logits.stride[0],
@@ -181,7 +179,7 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
                         m,
                         int(v)};
   rt::LaunchShape shape = plan.shape(plan.row_groups(m), /*cluster_launch=*/false);
-  shape.overlap_previous = after_count;  // loads rows while the count runs
+  shape.overlap_previous = kept_parts > 1;  // loads rows while the count runs
   return kernel(shape, stream, p);
 }
 
