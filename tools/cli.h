@@ -49,5 +49,6 @@ Command list_command(CLI::App& app);
 Command check_command(CLI::App& app);
 Command bench_command(CLI::App& app);
 Command tune_command(CLI::App& app);
+Command compile_command(CLI::App& app);
 
 }  // namespace kestrel::cli

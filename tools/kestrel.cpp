@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", device_ordinal(), "CUDA device ordinal")->capture_default_str();
   std::vector<Command> commands = {info_command(app), calibrate_command(app), list_command(app),
                                    check_command(app), bench_command(app),
-                                   tune_command(app)};
+                                   tune_command(app), compile_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
