@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kestrel/rowwise.h"
+#include "ops/rowwise_config.h"
 #include "ops/rowwise_plan.h"
 #include "ops/scratch.h"
 #include "ops/validate.h"
@@ -116,12 +117,19 @@ Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
       "config " + cfg.describe() + ": a CTA group of this shape does not fit on the GPU";
   int fit = 0;
   if (w == nullptr && !cfg.l2_group) {
-    // Persistent too, though no workspace depends on it: one cluster per row
-    // group, each exiting after its row, ran bf16 8192 x 262144 at 67.6% of
-    // the copy bandwidth (H100), the weighted kernel's persistent grid at 84%.
+    // No workspace depends on the grid here. Rows split over a cluster, and
+    // short rows, stay persistent: one cluster per row group, each exiting
+    // after its row, ran bf16 8192 x 262144 at 67.6% of the copy bandwidth
+    // (H100), the persistent grid at 84%. Rows of at least 256 vectors in
+    // one CTA run faster as one CTA per row group (hardware-scheduled, no
+    // staging of the next group behind the current one; H100, 32768 rows,
+    // session 21, us: bf16 4096 278 -> 264, 16384 1090 -> 1034, fp32 1024
+    // 134 -> 132, 4096 559 -> 530, 16384 2174 -> 2094; bf16 1024 (128
+    // vectors) ties, N = 256 and clusters of 2 lose up to 2%).
     KESTREL_RETURN_IF_ERROR(out->kernel.max_active_clusters(out->plan.shape(1), &fit));
     if (fit < 1) return Status::Unsupported(no_fit);
-    out->clusters = std::min<int64_t>(groups, fit);
+    const bool one_pass = cfg.cluster == 1 && n >= 256 * ops::elements_per_vector(t);
+    out->clusters = one_pass ? groups : std::min<int64_t>(groups, fit);
     return Status::Ok();
   }
   // Size the workspace by the occupancy of one fixed variant (16-byte path,
