@@ -58,11 +58,19 @@ def make_case(op, p, device, compile_it):
     wrap = (lambda f: torch.compile(f, dynamic=False)) if compile_it else (lambda f: f)
     if op == "rmsnorm_fwd":
         x, w = rand(m, n), rand(n, scale=0.5) if weighted else None
-        # torch's forward returns y only; Kestrel's rstd[M] (4 bytes a row) is
-        # counted unless the case asks for the inference form (rstd=no).
-        wbytes = (n * es if weighted else 0) + (4 * m if p.get("rstd", "yes") == "yes" else 0)
+        # Kestrel's forward writes rstd[M] (4 bytes a row) unless the case
+        # asks for the inference form (rstd=no). torch's returns y only; it
+        # saves rstd for the backward when its inputs require grad: the
+        # training forward, which is then the peer (session 21: the inference
+        # form had been timed against Kestrel's rstd store).
+        with_rstd = p.get("rstd", "yes") == "yes"
+        wbytes = (n * es if weighted else 0) + (4 * m if with_rstd else 0)
+        if with_rstd:
+            for t in (x, w):
+                if t is not None:
+                    t.requires_grad_()
         if p.get("residual", "no") == "yes":
-            r, f = rand(m, n), wrap(rmsnorm_residual)
+            r, f = rand(m, n).requires_grad_(with_rstd), wrap(rmsnorm_residual)
             return (lambda: f(x, r, w, 1e-6)), 4 * row + wbytes
         f = wrap(rmsnorm)
         return (lambda: f(x, w, 1e-6)), 2 * row + wbytes
