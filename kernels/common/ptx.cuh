@@ -60,6 +60,34 @@ __device__ __forceinline__ uint4 ld_global_v4(const void* p) {
   return v;
 }
 
+// L2 cache policies (createpolicy) for hinted loads: evict_first for data
+// read for the last time (its lines go before anything else's), evict_last
+// for data read again soon, evict_normal otherwise.
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_evict_normal() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// 16-byte load under an L2 cache policy.
+__device__ __forceinline__ uint4 ld_hint_v4(const void* p, uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+
 // 16-byte store with the default cache policy (for pointers whose 16-byte
 // alignment the compiler cannot see: it would split a uint4 store into four).
 __device__ __forceinline__ void st_global_v4(void* p, uint4 v) {

@@ -165,20 +165,23 @@ __device__ __forceinline__ uint32_t lane_bits(const uint4& v, int e) {
 // fp32 N = 32768. kRowStreamed (ld.global.nc.L1::no_allocate): the
 // cross-entropy forward, which only reads rows, ran 2% faster with it (bf16
 // N = 4096, 91 vs 89% of the copy bandwidth; H100, session 7).
-enum RowLoad : int { kRowCached, kRowStreamed };
+// kRowL2Hint (ld.global.L2::cache_hint under the caller's policy): rows read
+// twice, the second time from L2 (softmax_bwd at one vector a thread).
+enum RowLoad : int { kRowCached, kRowStreamed, kRowL2Hint };
 
 template <int LOAD>
-__device__ __forceinline__ uint4 ld_row_v4(const void* p) {
+__device__ __forceinline__ uint4 ld_row_v4(const void* p, uint64_t policy) {
+  if constexpr (LOAD == kRowL2Hint) return ptx::ld_hint_v4(p, policy);
   return LOAD == kRowStreamed ? ptx::ld_stream_v4(p) : ptx::ld_global_v4(p);
 }
 
 // The VEC elements of T at vector column c; elements outside the row read
-// as `fill` (raw bits of T).
+// as `fill` (raw bits of T). `policy`: kRowL2Hint's L2 cache policy.
 template <typename T, int ACCESS, int LOAD = kRowCached>
 __device__ __forceinline__ uint4 load_vec(const RowWindow<const T, ACCESS>& w, int c,
-                                          uint32_t fill = 0) {
+                                          uint32_t fill = 0, uint64_t policy = 0) {
   constexpr int VEC = 16 / sizeof(T);
-  if (w.whole(c)) return ld_row_v4<LOAD>(w.base + c);
+  if (w.whole(c)) return ld_row_v4<LOAD>(w.base + c, policy);
   uint32_t q[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
@@ -248,7 +251,7 @@ __device__ __forceinline__ void load_row(uint4 (&v)[G::VPT], const RowWindow<con
   if (slice_full(s, w)) {
     const T* at = w.base + s.col(0);  // then constant offsets
 #pragma unroll
-    for (int i = 0; i < G::VPT; ++i) v[i] = ld_row_v4<LOAD>(at + i * s.STEP);
+    for (int i = 0; i < G::VPT; ++i) v[i] = ld_row_v4<LOAD>(at + i * s.STEP, 0);
   } else {
 #pragma unroll
     for (int i = 0; i < G::VPT; ++i) v[i] = load_vec<T, ACCESS, LOAD>(w, s.col(i), fill);

@@ -43,6 +43,7 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
         {"rmsnorm.cuh", std::string("kestrel::column_sum_kernel<") + cuda_type(t) + ">", {}});
   }
   add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, kRowVector, {true, true, DType::kF32});
+  add(RowwiseOp::kSoftmaxBwd, DType::kBF16, 4096, kRowVector, {});  // one vector a thread
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}});
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_count_kernel", {}});
 }

@@ -101,7 +101,8 @@ bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt) {
 }
 
 size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t, bool dweight) {
-  const bool staged = op == RowwiseOp::kSoftmaxBwd || op == RowwiseOp::kRmsNormBwd;
+  const bool staged = (op == RowwiseOp::kSoftmaxBwd && !softmax_bwd_rereads(vpt)) ||
+                      op == RowwiseOp::kRmsNormBwd;
   const size_t vectors = size_t(c.threads) * size_t(vpt);
   const size_t accumulators =
       op == RowwiseOp::kRmsNormBwd && dweight ? vectors * size_t(elements_per_vector(t)) * 4 : 0;
@@ -210,6 +211,17 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   // -> 2096 us, fp32 16384 2213 -> 2096; t1024 2095 / 2095; bf16 4096 stays).
   if (op == RowwiseOp::kSoftmaxBwd && c.cluster == 2 && c.threads == 256 && vectors <= 4096)
     c = {512, 512, 1};
+  // softmax_bwd rows of 128..1024 vectors: one vector a thread (nothing
+  // staged: the second pass rereads L2) in CTAs of at least 512 threads;
+  // 1025..2048: two a thread in CTAs of 1024. H100, 32768 rows, session 21,
+  // us: bf16 N = 1024 63.3 -> 62.3, 4096 260.5 -> 255.7, 8192 522.7 ->
+  // 512.8, 16384 1059.6 -> 1046.7; fp32 1024 128.3 -> 126.0, 4096 522.6 ->
+  // 512.4, 8192 1059.0 -> 1046.8.
+  if (op == RowwiseOp::kSoftmaxBwd && vectors >= 128 && vectors <= 2048) {
+    c.threads_per_row = vectors <= 1024 ? pow2_at_least(vectors) : 1024;
+    c.threads = std::max(512, c.threads_per_row);
+    c.cluster = 1;
+  }
   // Few rows: spread each over more CTAs (keeping >= 2 vectors per thread)
   // until the grid covers the SMs.
   auto ctas = [&](const RowwiseConfig& k) { return ceil_div(m, k.rows_per_cta()) * k.cluster; };

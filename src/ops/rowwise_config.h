@@ -17,6 +17,9 @@ int vectors_per_thread(const RowwiseConfig& c, int64_t n, DType t);
 // Whether softmax_bwd holds y in registers and stages only dy: when staging
 // both would leave room for a single CTA per SM.
 bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt);
+// Whether softmax_bwd reads its inputs twice (from L2 the second time) and
+// stages nothing: at one vector a thread (kernels/softmax.cuh).
+inline bool softmax_bwd_rereads(int vpt) { return vpt == 1; }
 // Dynamic shared memory of one CTA: the inputs of a backward pass staged by
 // cp.async (both, but for softmax_bwd's y in registers), and rmsnorm_bwd's
 // fp32 dweight accumulators when it has a weight (`dweight`).

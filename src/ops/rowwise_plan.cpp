@@ -115,6 +115,9 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                   std::to_string(plan.cfg.rows_per_thread) + ">",
               {}};
     case RowwiseOp::kSoftmaxBwd:
+      if (softmax_bwd_rereads(plan.vpt))
+        return {"softmax.cuh", "kestrel::softmax_bwd_l2_kernel<" + args + plan.template_args() + ">",
+                {}};
       return {"softmax.cuh",
               "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ", " +
                   tf(softmax_bwd_y_in_registers(plan.cfg, plan.vpt)) + ">",
