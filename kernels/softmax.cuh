@@ -15,6 +15,7 @@
 #pragma once
 #include "common/reduce.cuh"
 #include "common/row_io.cuh"
+#include "common/row_reread.cuh"
 
 namespace kestrel {
 
@@ -170,51 +171,23 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-// One vector a thread: the first pass reads dy and y with L2 evict_last for
-// the Sum, the second reads them again (evict_first: last use) for dx. Held
-// in registers or shared memory across the reduction instead, they would cap
-// the CTAs per SM, which keep the loads in flight here (H100, 32768 rows,
-// session 21, at one vector a thread, staged -> two passes, us: bf16 N = 1024
-// 62.7 -> 62.3, 4096 257.9 -> 255.7, 8192 517.3 -> 512.8; fp32 1024 127.7 ->
-// 126.0, 4096 517.0 -> 512.4; at 2 vectors a thread and more the staged
-// kernel wins: bf16 16384 1047 vs 1068).
+// One vector a thread: dy and y read twice, from L2 the second time
+// (common/row_reread.cuh).
 template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS>
 __global__ void __launch_bounds__(THREADS)
     softmax_bwd_l2_kernel(const __grid_constant__ SoftmaxBwdParams p) {
   using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
-  constexpr int VEC = 16 / sizeof(T);
   RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
   red.init();
   const RowSlice<T, G> s(cta_rank<CLUSTER>());
   const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
   const int n = row < p.m ? p.n : 0;
-  const RowWindow<const T, ACCESS> dyr(static_cast<const T*>(p.dy) + row * p.dy_row, n);
-  const RowWindow<const T, ACCESS> yr(static_cast<const T*>(p.y) + row * p.y_row, n);
-  // dy and y of vector i as floats, loaded under an L2 policy.
-  auto load = [&](int i, uint64_t policy, float (&g)[VEC], float (&a)[VEC]) {
-    unpack<T>(load_vec<T, ACCESS, kRowL2Hint>(dyr, s.col(i), 0, policy), g);
-    unpack<T>(load_vec<T, ACCESS, kRowL2Hint>(yr, s.col(i), 0, policy), a);
-  };
-  const uint64_t again = ptx::l2_evict_last(), last = ptx::l2_evict_first();
-  red.ready();
-  float dot = 0.0f;
-#pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    float g[VEC], a[VEC];
-    load(i, again, g, a);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) dot = fmaf(g[e], a[e], dot);
-  }
-  dot = red.reduce({{dot}}).f[0];
-  const RowWindow<T, ACCESS> dx(static_cast<T*>(p.dx) + row * p.dx_row, n);
-#pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    float g[VEC], a[VEC];
-    load(i, last, g, a);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) g[e] = a[e] * (g[e] - dot);
-    store_vec(dx, s.col(i), pack<T>(g));
-  }
+  dot_then_map_rereading_l2(
+      RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n),
+      RowWindow<const T, ACCESS>(static_cast<const T*>(p.y) + row * p.y_row, n),
+      RowWindow<T, ACCESS>(static_cast<T*>(p.dx) + row * p.dx_row, n), s, red, [](float dot) {
+        return [dot](float dy, float y) { return y * (dy - dot); };
+      });
 }
 
 }  // namespace kestrel

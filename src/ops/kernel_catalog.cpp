@@ -44,6 +44,10 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
   }
   add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, kRowVector, {true, true, DType::kF32});
   add(RowwiseOp::kSoftmaxBwd, DType::kBF16, 4096, kRowVector, {});  // one vector a thread
+  RowPlan reread;  // rmsnorm_bwd without weight at one vector a thread
+  reread.cfg = {512, 512, 1};
+  reread.vpt = 1;
+  specs->push_back(rowwise_kernel_spec(RowwiseOp::kRmsNormBwd, DType::kBF16, reread, {}));
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}});
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_count_kernel", {}});
 }

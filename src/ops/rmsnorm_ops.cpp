@@ -128,7 +128,8 @@ Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
     // vectors) ties, N = 256 and clusters of 2 lose up to 2%).
     KESTREL_RETURN_IF_ERROR(out->kernel.max_active_clusters(out->plan.shape(1), &fit));
     if (fit < 1) return Status::Unsupported(no_fit);
-    const bool one_pass = cfg.cluster == 1 && n >= 256 * ops::elements_per_vector(t);
+    const bool one_pass = (cfg.cluster == 1 && n >= 256 * ops::elements_per_vector(t)) ||
+                          ops::rowwise_rereads(RowwiseOp::kRmsNormBwd, cfg, out->plan.vpt, false);
     out->clusters = one_pass ? groups : std::min<int64_t>(groups, fit);
     return Status::Ok();
   }

@@ -32,7 +32,8 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 
 // rmsnorm_bwd, measured on H100 (bf16 and fp32, 4K..262K): few, large CTAs
-// win. Up to 4 vectors per thread in CTAs of 256 threads for short rows; past
+// win. Up to 4 vectors per thread in CTAs of 256 threads for short rows (one
+// vector a thread from 128 vectors, below); past
 // that, one CTA of 1024 threads per SM, with the most vectors per thread whose
 // staged row and fp32 dweight accumulators fit in shared memory (fp32: 4,
 // 16-bit types: 2), long rows split over a cluster of 2..16 such CTAs.
@@ -47,8 +48,19 @@ constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 // the vectors (one exchange for both): 16384 x 65536 fp32 (L2 groups) 85.5 ->
 // 93.5%, bf16 87.2 -> 89.0% (H100, session 9). The same at 2 and 8 ways lost
 // 1-4%.
+// Rows of 128..1024 vectors: one vector a thread in CTAs of at least 512
+// threads (without weight the kernel then rereads L2 instead of staging,
+// common/row_reread.cuh). H100, 32768 rows, session 21, us, 4 vectors a
+// thread -> one: without weight bf16 N = 1024 64.6 -> 62.3, 4096 263.0 ->
+// 255.4, 8192 526.3 -> 513.4, fp32 1024 132.1 -> 125.8, 4096 525.8 ->
+// 512.8; with weight bf16 74.5 -> 71.3, 295.1 -> 274.1, 578.3 -> 545.6,
+// fp32 143.8 -> 144.2, 565.0 -> 570.1.
 RowwiseConfig rmsnorm_bwd_config(int64_t vectors, DType t) {
-  if (vectors <= 256 * 4) return {256, pow2_at_least(ceil_div(vectors, 4)), 1};
+  if (vectors < 128) return {256, pow2_at_least(ceil_div(vectors, 4)), 1};
+  if (vectors <= 1024) {
+    const int tpr = pow2_at_least(vectors);
+    return {std::max(512, tpr), tpr, 1};
+  }
   const bool fp32 = dtype_size(t) == 4;
   const int cluster =
       int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 1024 * (fp32 ? 4 : 2)))));
@@ -100,9 +112,14 @@ bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt) {
   return 2 * 2 * size_t(c.threads) * size_t(vpt) * 16 > kMaxSmemOptin;
 }
 
+bool rowwise_rereads(RowwiseOp op, const RowwiseConfig& c, int vpt, bool dweight) {
+  const bool pair = op == RowwiseOp::kSoftmaxBwd || (op == RowwiseOp::kRmsNormBwd && !dweight);
+  return pair && vpt == 1 && c.rows_per_thread == 1 && !c.l2_group;
+}
+
 size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t, bool dweight) {
-  const bool staged = (op == RowwiseOp::kSoftmaxBwd && !softmax_bwd_rereads(vpt)) ||
-                      op == RowwiseOp::kRmsNormBwd;
+  const bool staged = (op == RowwiseOp::kSoftmaxBwd || op == RowwiseOp::kRmsNormBwd) &&
+                      !rowwise_rereads(op, c, vpt, dweight);
   const size_t vectors = size_t(c.threads) * size_t(vpt);
   const size_t accumulators =
       op == RowwiseOp::kRmsNormBwd && dweight ? vectors * size_t(elements_per_vector(t)) * 4 : 0;

@@ -17,9 +17,11 @@ int vectors_per_thread(const RowwiseConfig& c, int64_t n, DType t);
 // Whether softmax_bwd holds y in registers and stages only dy: when staging
 // both would leave room for a single CTA per SM.
 bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt);
-// Whether softmax_bwd reads its inputs twice (from L2 the second time) and
-// stages nothing: at one vector a thread (kernels/softmax.cuh).
-inline bool softmax_bwd_rereads(int vpt) { return vpt == 1; }
+// Whether a backward kernel reads its two row inputs twice (from L2 the
+// second time) and stages nothing (kernels/common/row_reread.cuh): softmax_bwd
+// and rmsnorm_bwd without weight (`dweight` false), at one vector a thread
+// and one row a thread, not over L2 groups.
+bool rowwise_rereads(RowwiseOp op, const RowwiseConfig& c, int vpt, bool dweight);
 // Dynamic shared memory of one CTA: the inputs of a backward pass staged by
 // cp.async (both, but for softmax_bwd's y in registers), and rmsnorm_bwd's
 // fp32 dweight accumulators when it has a weight (`dweight`).

@@ -104,6 +104,9 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                   std::to_string(plan.cfg.rows_per_thread) + ">",
               {}};
     case RowwiseOp::kRmsNormBwd:
+      if (rowwise_rereads(op, plan.cfg, plan.vpt, v.weight))
+        return {"rmsnorm.cuh", "kestrel::rmsnorm_bwd_l2_kernel<" + args + plan.template_args() + ">",
+                {}};
       return {"rmsnorm.cuh",
               "kestrel::rmsnorm_bwd_kernel<" + args + w + plan.template_args() + ", " +
                   tf(v.weight) + ", " + tf(plan.cfg.l2_group) + ", " +
@@ -115,7 +118,7 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                   std::to_string(plan.cfg.rows_per_thread) + ">",
               {}};
     case RowwiseOp::kSoftmaxBwd:
-      if (softmax_bwd_rereads(plan.vpt))
+      if (rowwise_rereads(op, plan.cfg, plan.vpt, false))
         return {"softmax.cuh", "kestrel::softmax_bwd_l2_kernel<" + args + plan.template_args() + ">",
                 {}};
       return {"softmax.cuh",

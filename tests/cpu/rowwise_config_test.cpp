@@ -38,12 +38,14 @@ TEST(RowwiseConfig, HeuristicPicksAreValidMembersOfTheSpace) {
                                   [&](const RowwiseConfig& s) { return same(s, c); }));
           // Long rows on many rows keep about 8 (rmsnorm_bwd: 2..4) vectors
           // per thread, over all the rows it holds; softmax_bwd rows of up to
-          // 2048 vectors 1..2 (the second pass rereads L2, or CTAs of 1024).
-          const bool short_softmax_bwd =
-              op == RowwiseOp::kSoftmaxBwd && n <= 2048 * ops::elements_per_vector(t);
+          // 2048 vectors 1..2 (the second pass rereads L2, or CTAs of 1024),
+          // rmsnorm_bwd rows of up to 1024 vectors hold one.
+          const int64_t per = ops::elements_per_vector(t), vectors = (n + per - 1) / per;
+          const bool one_or_two = (op == RowwiseOp::kSoftmaxBwd && vectors <= 2048) ||
+                                  (op == RowwiseOp::kRmsNormBwd && vectors <= 1024);
           if (m == 32768 && n >= 4096)
             EXPECT_GE(ops::vectors_per_thread(c, n, t) * c.rows_per_thread,
-                      op == RowwiseOp::kRmsNormBwd ? 2 : short_softmax_bwd ? 1 : 4);
+                      one_or_two ? 1 : op == RowwiseOp::kRmsNormBwd ? 2 : 4);
         }
 }
 
@@ -51,7 +53,11 @@ TEST(RowwiseConfig, SoftmaxBackwardRereadsRowsOfOneVectorAThread) {
   const RowwiseConfig mid = rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 4096,
                                                    DType::kBF16, 132);
   EXPECT_EQ(ops::vectors_per_thread(mid, 4096, DType::kBF16), 1);
-  EXPECT_TRUE(ops::softmax_bwd_rereads(ops::vectors_per_thread(mid, 4096, DType::kBF16)));
+  EXPECT_TRUE(ops::rowwise_rereads(RowwiseOp::kSoftmaxBwd, mid, 1, false));
+  // rmsnorm_bwd rereads only without a weight.
+  EXPECT_TRUE(ops::rowwise_rereads(RowwiseOp::kRmsNormBwd, mid, 1, false));
+  EXPECT_FALSE(ops::rowwise_rereads(RowwiseOp::kRmsNormBwd, mid, 1, true));
+  EXPECT_GT(ops::rowwise_smem_bytes(RowwiseOp::kRmsNormBwd, mid, 1, DType::kBF16, true), 0u);
   EXPECT_EQ(ops::rowwise_smem_bytes(RowwiseOp::kSoftmaxBwd, mid, 1, DType::kBF16, false), 0u);
   const RowwiseConfig longer = rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 16384,
                                                       DType::kBF16, 132);
