@@ -128,6 +128,8 @@ Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
     // vectors) ties, N = 256 and clusters of 2 lose up to 2%).
     KESTREL_RETURN_IF_ERROR(out->kernel.max_active_clusters(out->plan.shape(1), &fit));
     if (fit < 1) return Status::Unsupported(no_fit);
+    // The rereading kernel (rmsnorm_bwd_l2_kernel) takes one row group per
+    // CTA (or cluster) by construction: it must get them all.
     const bool one_pass = (cfg.cluster == 1 && n >= 256 * ops::elements_per_vector(t)) ||
                           ops::rowwise_rereads(RowwiseOp::kRmsNormBwd, cfg, out->plan.vpt, false);
     out->clusters = one_pass ? groups : std::min<int64_t>(groups, fit);
