@@ -17,13 +17,16 @@ namespace {
 struct CompileOptions {
   bool all = false;
   std::string arch = "sm_90a";
+  int threads = 0;  // 0: every core
 };
 
 int run_compile(const CompileOptions& o) {
   if (rt::kernel_cache_dir().empty())
     return fail(kExitUsage, "compile: the kernel cache is off (KESTREL_CACHE_DIR=off)");
   const auto specs = o.all ? ops::configuration_space_specs() : ops::default_kernel_specs();
-  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.threads < 0) return fail(kExitUsage, "compile: --threads must be >= 0");
+  const int threads =
+      o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   const auto t0 = std::chrono::steady_clock::now();
   const bench::PrecompileResult r = bench::precompile(specs, o.arch, threads);
   const double s =
@@ -45,6 +48,7 @@ Command compile_command(CLI::App& app) {
                 "every configuration kestrel tune may pick (GEMV, GEMM, dual GEMM), not only the "
                 "defaults");
   sub->add_option("--arch", o->arch, "target architecture")->capture_default_str();
+  sub->add_option("--threads", o->threads, "compile threads (0: every core)")->capture_default_str();
   return {sub, [o] { return run_compile(*o); }};
 }
 
