@@ -354,19 +354,13 @@ __global__ void __launch_bounds__(THREADS)
 template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_l2_kernel(const __grid_constant__ RmsNormBwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
-  RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
-  red.init();
-  const RowSlice<T, G> s(cta_rank<CLUSTER>());
-  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
-  const int n = row < p.m ? p.n : 0;
-  const float rstd = n > 0 ? p.rstd[row] : 0.0f;
-  dot_then_map_rereading_l2(
-      RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n),
-      RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row * p.x_row, n),
-      RowWindow<T, ACCESS>(static_cast<T*>(p.dx) + row * p.dx_row, n), s, red, [&](float dot) {
-        const float coef = rstd * rstd * dot / float(p.n);
-        return [rstd, coef](float dy, float x) { return rstd * (dy - x * coef); };
+  dot_then_map_rereading_l2<T, RowGeom<THREADS, TPR, VPT, CLUSTER>, ACCESS>(
+      p.dy, p.dy_row, p.x, p.x_row, p.dx, p.dx_row, p.m, p.n, [&](long long row, int n) {
+        const float rstd = n > 0 ? p.rstd[row] : 0.0f;
+        return [&, rstd](float dot) {
+          const float coef = rstd * rstd * dot / float(p.n);
+          return [rstd, coef](float dy, float x) { return rstd * (dy - x * coef); };
+        };
       });
 }
 

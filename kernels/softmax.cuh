@@ -176,17 +176,9 @@ __global__ void __launch_bounds__(THREADS)
 template <typename T, int THREADS, int TPR, int VPT, int CLUSTER, int ACCESS>
 __global__ void __launch_bounds__(THREADS)
     softmax_bwd_l2_kernel(const __grid_constant__ SoftmaxBwdParams p) {
-  using G = RowGeom<THREADS, TPR, VPT, CLUSTER>;
-  RowReducer<reduce::Sum, THREADS, TPR, CLUSTER> red;
-  red.init();
-  const RowSlice<T, G> s(cta_rank<CLUSTER>());
-  const long long row = (long long)(blockIdx.x / CLUSTER) * G::ROWS + s.row_local;
-  const int n = row < p.m ? p.n : 0;
-  dot_then_map_rereading_l2(
-      RowWindow<const T, ACCESS>(static_cast<const T*>(p.dy) + row * p.dy_row, n),
-      RowWindow<const T, ACCESS>(static_cast<const T*>(p.y) + row * p.y_row, n),
-      RowWindow<T, ACCESS>(static_cast<T*>(p.dx) + row * p.dx_row, n), s, red, [](float dot) {
-        return [dot](float dy, float y) { return y * (dy - dot); };
+  dot_then_map_rereading_l2<T, RowGeom<THREADS, TPR, VPT, CLUSTER>, ACCESS>(
+      p.dy, p.dy_row, p.y, p.y_row, p.dx, p.dx_row, p.m, p.n, [](long long, int) {
+        return [](float dot) { return [dot](float dy, float y) { return y * (dy - dot); }; };
       });
 }
 

@@ -16,19 +16,27 @@
 
 namespace kestrel {
 
-// u, v: this thread's rows of the two inputs; out: the output row. `map`
-// takes the row's sum and returns f(u_j, v_j) -> out_j. Every thread of the
-// CTA calls it (rows past M with n = 0), after red.init().
-template <typename T, class G, int ACCESS, class Reducer, class Map>
-__device__ __forceinline__ void dot_then_map_rereading_l2(const RowWindow<const T, ACCESS>& u,
-                                                          const RowWindow<const T, ACCESS>& v,
-                                                          const RowWindow<T, ACCESS>& out,
-                                                          const RowSlice<T, G>& s, Reducer& red,
-                                                          Map map) {
+// The CTA's rows of u and v (row strides in elements) and of out, rows past
+// M with n = 0. begin(row, n) runs first: it loads what the row's map needs
+// and returns map(sum) -> f(u_j, v_j) -> out_j.
+template <typename T, class G, int ACCESS, class Begin>
+__device__ __forceinline__ void dot_then_map_rereading_l2(const void* u, long long u_row,
+                                                          const void* v, long long v_row,
+                                                          void* out, long long out_row,
+                                                          long long m, int n_cols, Begin begin) {
   constexpr int VEC = 16 / sizeof(T);
+  RowReducer<reduce::Sum, G::THREADS, G::TPR, G::CLUSTER> red;
+  red.init();
+  const RowSlice<T, G> s(cta_rank<G::CLUSTER>());
+  const long long row = (long long)(blockIdx.x / G::CLUSTER) * G::ROWS + s.row_local;
+  const int n = row < m ? n_cols : 0;
+  const auto map = begin(row, n);
+  const RowWindow<const T, ACCESS> ur(static_cast<const T*>(u) + row * u_row, n);
+  const RowWindow<const T, ACCESS> vr(static_cast<const T*>(v) + row * v_row, n);
+  const RowWindow<T, ACCESS> outr(static_cast<T*>(out) + row * out_row, n);
   auto load = [&](int i, uint64_t policy, float (&a)[VEC], float (&b)[VEC]) {
-    unpack<T>(load_vec<T, ACCESS, kRowL2Hint>(u, s.col(i), 0, policy), a);
-    unpack<T>(load_vec<T, ACCESS, kRowL2Hint>(v, s.col(i), 0, policy), b);
+    unpack<T>(load_vec<T, ACCESS, kRowL2Hint>(ur, s.col(i), 0, policy), a);
+    unpack<T>(load_vec<T, ACCESS, kRowL2Hint>(vr, s.col(i), 0, policy), b);
   };
   const uint64_t again = ptx::l2_evict_last(), last = ptx::l2_evict_first();
   red.ready();
@@ -47,7 +55,7 @@ __device__ __forceinline__ void dot_then_map_rereading_l2(const RowWindow<const 
     load(i, last, a, b);
 #pragma unroll
     for (int e = 0; e < VEC; ++e) a[e] = f(a[e], b[e]);
-    store_vec(out, s.col(i), pack<T>(a));
+    store_vec(outr, s.col(i), pack<T>(a));
   }
 }
 
