@@ -43,11 +43,9 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
         {"rmsnorm.cuh", std::string("kestrel::column_sum_kernel<") + cuda_type(t) + ">", {}});
   }
   add(RowwiseOp::kRmsNormFwd, DType::kBF16, 4096, kRowVector, {true, true, DType::kF32});
-  add(RowwiseOp::kSoftmaxBwd, DType::kBF16, 4096, kRowVector, {});  // one vector a thread
-  RowPlan reread;  // rmsnorm_bwd without weight at one vector a thread
-  reread.cfg = {512, 512, 1};
-  reread.vpt = 1;
-  specs->push_back(rowwise_kernel_spec(RowwiseOp::kRmsNormBwd, DType::kBF16, reread, {}));
+  // One vector a thread: the kernels that reread L2 (rmsnorm_bwd's without weight).
+  add(RowwiseOp::kSoftmaxBwd, DType::kBF16, 4096, kRowVector, {});
+  add(RowwiseOp::kRmsNormBwd, DType::kBF16, 4096, kRowVector, {false, false, DType::kBF16});
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}});
   specs->push_back({"cross_entropy.cuh", "kestrel::xent_count_kernel", {}});
 }
