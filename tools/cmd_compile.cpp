@@ -1,10 +1,7 @@
 // `kestrel compile [--all]`: fills the disk kernel cache ahead of time, on all
 // cores and without a GPU, so that a serving process (or a GPU session with
 // little time) loads every kernel instead of compiling it at first launch.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "bench/precompile.h"
 #include "cli.h"
@@ -25,15 +22,10 @@ int run_compile(const CompileOptions& o) {
     return fail(kExitUsage, "compile: the kernel cache is off (KESTREL_CACHE_DIR=off)");
   const auto specs = o.all ? ops::configuration_space_specs() : ops::default_kernel_specs();
   if (o.threads < 0) return fail(kExitUsage, "compile: --threads must be >= 0");
-  const int threads =
-      o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  const auto t0 = std::chrono::steady_clock::now();
-  const bench::PrecompileResult r = bench::precompile(specs, o.arch, threads);
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const bench::PrecompileResult r = bench::precompile(specs, o.arch, o.threads);
   std::printf("%s kernels for %s into %s: %d compiled, %d cached, %d failed (%d threads, %.1f s)\n",
               o.all ? "every tunable configuration's" : "the default", o.arch.c_str(),
-              rt::kernel_cache_dir().c_str(), r.compiled, r.cached, r.failed, threads, s);
+              rt::kernel_cache_dir().c_str(), r.compiled, r.cached, r.failed, r.threads, r.seconds);
   return r.failed ? fail(kExitFailure, "compile: some kernels failed to compile") : kExitOk;
 }
 

@@ -3,9 +3,7 @@
 // the float64 reference on fresh data before it is timed (unless --no-check);
 // a configuration that fails the check or cannot launch is never ranked.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "bench/precompile.h"
 #include "bench/report.h"
@@ -39,13 +37,9 @@ void precompile_cases(const bench::OpInfo& op, const bench::Suite& suite) {
     if (!bench::resolve_params(op, c.params, &p).ok()) continue;
     for (auto& s : op.kernels(p)) specs.push_back(std::move(s));
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  const bench::PrecompileResult r = bench::precompile(specs, dev->arch(), threads);
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const bench::PrecompileResult r = bench::precompile(specs, dev->arch(), 0);
   std::printf("compiled %d kernels ahead on %d threads in %.1f s (%d cached, %d failed)\n",
-              r.compiled, threads, s, r.cached, r.failed);
+              r.compiled, r.threads, r.seconds, r.cached, r.failed);
   std::fflush(stdout);
 }
 

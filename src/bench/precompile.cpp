@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -11,6 +12,8 @@ namespace kestrel::bench {
 
 PrecompileResult precompile(const std::vector<rt::KernelSpec>& specs, const std::string& arch,
                             int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<rt::KernelSpec> distinct;
   std::set<std::string> seen;
   for (const auto& s : specs) {
@@ -35,7 +38,9 @@ PrecompileResult precompile(const std::vector<rt::KernelSpec>& specs, const std:
   for (int t = 1; t < n; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  return {compiled.load(), cached.load(), failed.load()};
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {compiled.load(), cached.load(), failed.load(), n, seconds};
 }
 
 }  // namespace kestrel::bench

@@ -14,10 +14,12 @@ struct PrecompileResult {
   int compiled = 0;  // fresh NVRTC compiles (the rest came from the disk cache)
   int cached = 0;
   int failed = 0;  // left for the launch to report with its context
+  int threads = 0;  // the threads it ran on
+  double seconds = 0.0;
 };
 
 // Compiles each distinct spec for `arch` into the disk cache on `threads`
-// threads (at least 1), so that the launches load them from there.
+// threads (0: every core), so that the launches load them from there.
 PrecompileResult precompile(const std::vector<rt::KernelSpec>& specs, const std::string& arch,
                             int threads);
 
