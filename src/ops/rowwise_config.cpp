@@ -228,6 +228,14 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   // -> 2096 us, fp32 16384 2213 -> 2096; t1024 2095 / 2095; bf16 4096 stays).
   if (op == RowwiseOp::kSoftmaxBwd && c.cluster == 2 && c.threads == 256 && vectors <= 4096)
     c = {512, 512, 1};
+  // Longer softmax_bwd rows: CTAs of 1024 threads at up to 4 vectors a
+  // thread, over a cluster of 2..16, not CTAs of 256 at 8 (clusters 4 times
+  // as large). H100, session 22, us: bf16 16384 x 65536 2218.6 -> 2101.8,
+  // fp32 32768 x 32768 4440.9 -> 4201.1, fp32 16384 x 65536 4436.0 ->
+  // 4200.4, fp32 16384 x 131072 8973.3 -> 8489.9, bf16 8192 x 262144 4508.3
+  // -> 4262.0 (CTAs of 512 at 8 vectors: the same within 0.1%).
+  if (op == RowwiseOp::kSoftmaxBwd && vectors > 4096)
+    c = {1024, 1024, int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 4096))))};
   // softmax_bwd rows of 128..1024 vectors: one vector a thread (nothing
   // staged: the second pass rereads L2) in CTAs of at least 512 threads;
   // 1025..2048: two a thread in CTAs of 1024. H100, 32768 rows, session 21,

@@ -39,13 +39,16 @@ TEST(RowwiseConfig, HeuristicPicksAreValidMembersOfTheSpace) {
           // Long rows on many rows keep about 8 (rmsnorm_bwd: 2..4) vectors
           // per thread, over all the rows it holds; softmax_bwd rows of up to
           // 2048 vectors 1..2 (the second pass rereads L2, or CTAs of 1024),
-          // rmsnorm_bwd rows of up to 1024 vectors hold one.
+          // past 4096 vectors 3..4 (CTAs of 1024), rmsnorm_bwd rows of up to
+          // 1024 vectors hold one.
           const int64_t per = ops::elements_per_vector(t), vectors = (n + per - 1) / per;
           const bool one_or_two = (op == RowwiseOp::kSoftmaxBwd && vectors <= 2048) ||
                                   (op == RowwiseOp::kRmsNormBwd && vectors <= 1024);
+          int least = op == RowwiseOp::kRmsNormBwd ? 2 : 4;
+          if (op == RowwiseOp::kSoftmaxBwd && vectors > 4096) least = 3;
+          if (one_or_two) least = 1;
           if (m == 32768 && n >= 4096)
-            EXPECT_GE(ops::vectors_per_thread(c, n, t) * c.rows_per_thread,
-                      one_or_two ? 1 : op == RowwiseOp::kRmsNormBwd ? 2 : 4);
+            EXPECT_GE(ops::vectors_per_thread(c, n, t) * c.rows_per_thread, least);
         }
 }
 
@@ -102,6 +105,11 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
       rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 32768, DType::kBF16, 132);
   EXPECT_EQ(softmax_bwd.cluster, 1) << softmax_bwd.describe();
   EXPECT_EQ(softmax_bwd.threads, 512) << softmax_bwd.describe();
+  // Longer: CTAs of 1024 threads at 4 vectors a thread (session 22).
+  const RowwiseConfig softmax_bwd_long =
+      rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 32768, DType::kF32, 132);
+  EXPECT_EQ(softmax_bwd_long.cluster, 2) << softmax_bwd_long.describe();
+  EXPECT_EQ(softmax_bwd_long.threads, 1024) << softmax_bwd_long.describe();
   // cross_entropy_bwd: 2 vectors a thread in CTAs of 128 threads (session 20).
   const RowwiseConfig xent_bwd =
       rowwise_default_config(RowwiseOp::kCrossEntropyBwd, 32768, 1024, DType::kBF16, 132);
