@@ -223,6 +223,22 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
       c.cluster /= 2;
     while (c.cluster > 16) c.cluster /= 2, c.threads *= 2, c.threads_per_row *= 2;
   }
+  // Forward rows of 4096+ whole vectors with little arithmetic per byte
+  // (rmsnorm_fwd; softmax_fwd in fp32): CTAs of 1024 threads at about 8
+  // vectors a thread, over clusters 4 times smaller. H100, session 23, us,
+  // two rounds the same within 0.3%: rmsnorm_fwd fp32 32768 x 16384 1442 ->
+  // 1418, bf16 32768 x 40000 1824 -> 1734, fp32 16384 x 100000 4482 -> 4388,
+  // bf16 8192 x 262144 2889 -> 2846, fp32 2881 -> 2850 (N = 32768), 5824 ->
+  // 5769 (262144); softmax_fwd fp32 32768 x 16384 1444 -> 1409, 32768 2891
+  // -> 2863, 65536 2881 -> 2852, 262144 5667 -> 5677. softmax_fwd in 16-bit
+  // types (8 exponentials a vector) lost up to 17% at 4 to 10 vectors a
+  // thread, as cross_entropy_fwd did everywhere (2-75%): one CTA per SM then
+  // leaves no other CTA to load while it computes.
+  const bool forward_light =
+      op == RowwiseOp::kRmsNormFwd || (op == RowwiseOp::kSoftmaxFwd && dtype == DType::kF32);
+  if (forward_light && vectors >= 4096 && n % ops::elements_per_vector(dtype) == 0 &&
+      ceil_div(vectors, 8192) <= 16)
+    c = {1024, 1024, pow2_at_least(ceil_div(vectors, 8192))};
   // softmax_bwd rows of 2049..4096 vectors: one CTA of 512 threads, not a
   // cluster of two of 256 (H100, 32768 rows, session 20: bf16 N = 32768 2214
   // -> 2096 us, fp32 16384 2213 -> 2096; t1024 2095 / 2095; bf16 4096 stays).

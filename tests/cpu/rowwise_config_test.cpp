@@ -70,13 +70,24 @@ TEST(RowwiseConfig, SoftmaxBackwardRereadsRowsOfOneVectorAThread) {
 }
 
 TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
-  const RowwiseConfig longest =
-      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kF32, 132);
-  EXPECT_EQ(longest.cluster, 16);
-  EXPECT_EQ(longest.threads, 512);
+  // 16-bit softmax_fwd: CTAs of 256 threads over 16, the most a cluster has.
   const RowwiseConfig bf16 =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kBF16, 132);
-  EXPECT_EQ(bf16.cluster, 16);
+  EXPECT_EQ(bf16.cluster, 16) << bf16.describe();
+  EXPECT_EQ(bf16.threads, 256) << bf16.describe();
+  // fp32 softmax_fwd and rmsnorm_fwd: CTAs of 1024 threads at 8 vectors a
+  // thread (session 23), unless the rows are not whole vectors.
+  const RowwiseConfig fp32 =
+      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kF32, 132);
+  EXPECT_EQ(fp32.cluster, 8) << fp32.describe();
+  EXPECT_EQ(fp32.threads, 1024) << fp32.describe();
+  const RowwiseConfig rms =
+      rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 32768, DType::kBF16, 132);
+  EXPECT_EQ(rms.cluster, 1) << rms.describe();
+  EXPECT_EQ(rms.threads, 1024) << rms.describe();
+  const RowwiseConfig odd =
+      rowwise_default_config(RowwiseOp::kRmsNormFwd, 16384, 50257, DType::kBF16, 132);
+  EXPECT_EQ(odd.threads, 256) << odd.describe();
   // rmsnorm_bwd: long fp32 rows over L2 groups, 16-bit ones over clusters.
   const RowwiseConfig bwd32 =
       rowwise_default_config(RowwiseOp::kRmsNormBwd, 8192, 262144, DType::kF32, 132);
