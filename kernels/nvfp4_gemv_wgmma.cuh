@@ -467,18 +467,23 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     leave_counters(p);
   }
   ptx::named_barrier<1, kConsumerThreads>();
-  // Two tiles at a time, one row per thread, slots in segment order.
+  // Two tiles at a time, one row per thread, slots in segment order. A
+  // round's loads all go out before its sum, so up to kSlotRound segments
+  // (K up to 16384 at one chunk per item) cost one L2 round trip (rounds of
+  // 8, which ptxas unrolled to 16: two at K = 16384; session 10's trace: the
+  // sums ended 1.4-2.9 us after the last consumer).
+  constexpr int kSlotRound = 32;
   const int row = threadIdx.x % kRows, tiles = p.items / p.work.segs;
   for (int tile = 2 * blockIdx.x + threadIdx.x / kRows; tile < tiles; tile += 2 * p.ctas) {
     const float* slots = p.partial + (long long)tile * p.work.segs * kRows + row;
     float sum = 0.f;
-    for (int s0 = 0; s0 < p.work.segs; s0 += 8) {
-      float v[8];
+    for (int s0 = 0; s0 < p.work.segs; s0 += kSlotRound) {
+      float v[kSlotRound];
 #pragma unroll
-      for (int u = 0; u < 8; ++u)
+      for (int u = 0; u < kSlotRound; ++u)
         v[u] = s0 + u < p.work.segs ? __ldcg(slots + (long long)(s0 + u) * kRows) : 0.f;
 #pragma unroll
-      for (int u = 0; u < 8; ++u) sum += v[u];
+      for (int u = 0; u < kSlotRound; ++u) sum += v[u];
     }
     const SplitKItems::Item it = p.work.at(tile * p.work.segs);
     const int m_row = it.mt * kRows + row;
