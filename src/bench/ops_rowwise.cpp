@@ -516,12 +516,13 @@ std::function<std::vector<rt::KernelSpec>(const Params&)> kernels_of(RowwiseOp o
     const bool weighted = rmsnorm && p.text("weight") == "yes";
     const bool residual = op == RowwiseOp::kRmsNormFwd && p.text("residual") == "yes";
     const TensorView rows = TensorView::dense(reinterpret_cast<void*>(256), s.t, {s.m, s.n});
+    const ops::RmsNormVariant variant{residual, weighted, s.t};
     ops::RowPlan plan;
     if (!ops::plan_rows(op, s.m, s.n, s.t, c.get(), ops::row_access({rows}, !rmsnorm), &plan,
-                        weighted)
+                        variant)
              .ok())
       return {};
-    return {ops::rowwise_kernel_spec(op, s.t, plan, {residual, weighted, s.t})};
+    return {ops::rowwise_kernel_spec(op, s.t, plan, variant)};
   };
 }
 

@@ -76,10 +76,11 @@ Status fwd(const TensorView& x, const TensorView& residual, const TensorView& we
                                    std::to_string(opt.eps));
   if (m == 0) return Status::Ok();
 
+  const RmsNormVariant variant{present(residual), present(weight), weight.dtype};
   RowPlan plan;
   KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kRmsNormFwd, m, n, x.dtype, opt.config,
-                                    row_access({x, y, residual, h, weight}, false), &plan));
-  const RmsNormVariant variant{present(residual), present(weight), weight.dtype};
+                                    row_access({x, y, residual, h, weight}, false), &plan,
+                                    variant));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       rowwise_kernel_spec(RowwiseOp::kRmsNormFwd, x.dtype, plan, variant), &kernel));
@@ -109,7 +110,8 @@ rt::KernelSpec bwd_spec(const ops::RowPlan& plan, DType t, const DType* w) {
 Status plan_bwd(int64_t m, int64_t n, DType t, const DType* w, RowAccess access,
                 const RowwiseConfig* config, BwdLaunch* out) {
   KESTREL_RETURN_IF_ERROR(
-      ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, access, &out->plan, w != nullptr));
+      ops::plan_rows(RowwiseOp::kRmsNormBwd, m, n, t, config, access, &out->plan,
+                     {false, w != nullptr}));
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(bwd_spec(out->plan, t, w), &out->kernel));
   const int64_t groups = out->plan.row_groups(m);
   const RowwiseConfig& cfg = out->plan.cfg;

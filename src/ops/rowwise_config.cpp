@@ -187,8 +187,10 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
   return out;
 }
 
-RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype,
-                                     int sm_count) {
+namespace ops {
+
+RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, int sm_count,
+                             bool residual) {
   const int64_t vectors = ceil_div(std::max<int64_t>(n, 1), ops::elements_per_vector(dtype));
   // 8 vectors per thread; rmsnorm_fwd rows of at most 4096 vectors take 4
   // (H100, session 7, rmsnorm_fwd 32768 rows: bf16 16384 721 -> 707 us, fp32
@@ -230,12 +232,15 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   // 1418, bf16 32768 x 40000 1824 -> 1734, fp32 16384 x 100000 4482 -> 4388,
   // bf16 8192 x 262144 2889 -> 2846, fp32 2881 -> 2850 (N = 32768), 5824 ->
   // 5769 (262144); softmax_fwd fp32 32768 x 16384 1444 -> 1409, 32768 2891
-  // -> 2863, 65536 2881 -> 2852, 262144 5667 -> 5677. softmax_fwd in 16-bit
+  // -> 2863, 65536 2881 -> 2852 (262144, clusters of 8: 5667 -> 5676, not
+  // taken). softmax_fwd in 16-bit
   // types (8 exponentials a vector) lost up to 17% at 4 to 10 vectors a
   // thread, as cross_entropy_fwd did everywhere (2-75%): one CTA per SM then
-  // leaves no other CTA to load while it computes.
+  // leaves no other CTA to load while it computes. Not with the fused
+  // residual: its two inputs of 8 vectors would spill at 64 registers.
   const bool forward_light =
-      op == RowwiseOp::kRmsNormFwd || (op == RowwiseOp::kSoftmaxFwd && dtype == DType::kF32);
+      (op == RowwiseOp::kRmsNormFwd && !residual) ||
+      (op == RowwiseOp::kSoftmaxFwd && dtype == DType::kF32 && vectors <= 4 * 8192);
   if (forward_light && vectors >= 4096 && n % ops::elements_per_vector(dtype) == 0 &&
       ceil_div(vectors, 8192) <= 16)
     c = {1024, 1024, pow2_at_least(ceil_div(vectors, 8192))};
@@ -249,9 +254,11 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
   // as large). H100, session 22, us: bf16 16384 x 65536 2218.6 -> 2101.8,
   // fp32 32768 x 32768 4440.9 -> 4201.1, fp32 16384 x 65536 4436.0 ->
   // 4200.4, fp32 16384 x 131072 8973.3 -> 8489.9, bf16 8192 x 262144 4508.3
-  // -> 4262.0 (CTAs of 512 at 8 vectors: the same within 0.1%).
-  if (op == RowwiseOp::kSoftmaxBwd && vectors > 4096)
-    c = {1024, 1024, int(std::min<int64_t>(16, pow2_at_least(ceil_div(vectors, 4096))))};
+  // -> 4262.0 (CTAs of 512 at 8 vectors: the same within 0.1%). Rows past
+  // 32768 vectors stay in clusters of 16 CTAs of 512: fp32 8192 x 262144
+  // 9777 us there, 9848 in 16 of 1024 at 4 vectors (session 23).
+  if (op == RowwiseOp::kSoftmaxBwd && vectors > 4096 && vectors <= 8 * 4096)
+    c = {1024, 1024, pow2_at_least(ceil_div(vectors, 4096))};
   // softmax_bwd rows of 128..1024 vectors: one vector a thread (nothing
   // staged: the second pass rereads L2) in CTAs of at least 512 threads;
   // 1025..2048: two a thread in CTAs of 1024. H100, 32768 rows, session 21,
@@ -293,6 +300,13 @@ RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType d
     c.threads = std::max(128, c.threads_per_row);
   }
   return c;
+}
+
+}  // namespace ops
+
+RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype,
+                                     int sm_count) {
+  return ops::default_config(op, m, n, dtype, sm_count, false);
 }
 
 }  // namespace kestrel

@@ -26,6 +26,10 @@ bool rowwise_rereads(RowwiseOp op, const RowwiseConfig& c, int vpt, bool dweight
 // cp.async (both, but for softmax_bwd's y in registers), and rmsnorm_bwd's
 // fp32 dweight accumulators when it has a weight (`dweight`).
 size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t, bool dweight);
+// The heuristic (rowwise_default_config); `residual`: rmsnorm_fwd's fused
+// residual form, which holds two inputs of each row in registers.
+RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, int sm_count,
+                             bool residual);
 // Empty when `c` can run `op` on rows of n elements, else the broken rule
 // (rmsnorm_bwd: with dweight, so that a configuration runs either way).
 std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,

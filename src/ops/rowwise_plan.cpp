@@ -136,7 +136,7 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
 }
 
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 RowAccess access, RowPlan* out, bool dweight) {
+                 RowAccess access, RowPlan* out, const RmsNormVariant& v) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (dev->cc_major < 9)
@@ -146,12 +146,13 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
   // A shifted row spans up to one vector more than n elements.
   const int64_t n_shifted = n + elements_per_vector(dtype) - 1;
   const int64_t n_held = access == kRowShifted ? n_shifted : n;
-  out->cfg = user ? *user : rowwise_default_config(op, m, n_held, dtype, dev->sm_count);
+  const bool residual = op == RowwiseOp::kRmsNormFwd && v.residual;
+  out->cfg = user ? *user : default_config(op, m, n_held, dtype, dev->sm_count, residual);
   out->access = access;
   if (access == kRowShifted &&
       !rowwise_config_error(op, out->cfg, n_shifted, dtype, smem_limit).empty()) {
     out->access = kRowElementwise;
-    if (!user) out->cfg = rowwise_default_config(op, m, n, dtype, dev->sm_count);
+    if (!user) out->cfg = default_config(op, m, n, dtype, dev->sm_count, residual);
   }
   const int64_t n_cap = out->access == kRowShifted ? n_shifted : n;
   const std::string err = rowwise_config_error(op, out->cfg, n_cap, dtype, smem_limit);
@@ -162,7 +163,7 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
     return Status::InvalidArgument("M: " + std::to_string(m) + " rows need " +
                                    std::to_string(ctas) + " CTAs, over the grid limit 2^31-1");
   out->vpt = vectors_per_thread(out->cfg, n_cap, dtype);
-  out->smem_bytes = rowwise_smem_bytes(op, out->cfg, out->vpt, dtype, dweight);
+  out->smem_bytes = rowwise_smem_bytes(op, out->cfg, out->vpt, dtype, v.weight);
   return Status::Ok();
 }
 

@@ -59,11 +59,11 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
                                    const RmsNormVariant& v = {});
 
 // Checks the configuration (the caller's, or the heuristic's when `user` is
-// null) against n, dtype and the device, and fills the plan (`dweight`:
-// rmsnorm_bwd with a weight). kRowShifted rows span one vector more; where
-// the configuration has no room for it, the plan falls back to
-// kRowElementwise.
+// null) against n, dtype and the device, and fills the plan (`v`: the RMSNorm
+// variant; the heuristic minds the forward's residual, the backward's shared
+// memory its weight). kRowShifted rows span one vector more; where the
+// configuration has no room for it, the plan falls back to kRowElementwise.
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 RowAccess access, RowPlan* out, bool dweight = false);
+                 RowAccess access, RowPlan* out, const RmsNormVariant& v = {});
 
 }  // namespace kestrel::ops

@@ -78,8 +78,8 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   // fp32 softmax_fwd and rmsnorm_fwd: CTAs of 1024 threads at 8 vectors a
   // thread (session 23), unless the rows are not whole vectors.
   const RowwiseConfig fp32 =
-      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kF32, 132);
-  EXPECT_EQ(fp32.cluster, 8) << fp32.describe();
+      rowwise_default_config(RowwiseOp::kSoftmaxFwd, 16384, 131072, DType::kF32, 132);
+  EXPECT_EQ(fp32.cluster, 4) << fp32.describe();
   EXPECT_EQ(fp32.threads, 1024) << fp32.describe();
   const RowwiseConfig rms =
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 32768, DType::kBF16, 132);
@@ -88,6 +88,10 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   const RowwiseConfig odd =
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 16384, 50257, DType::kBF16, 132);
   EXPECT_EQ(odd.threads, 256) << odd.describe();
+  // The fused residual holds two inputs: CTAs of 256 (no spills at 8 vectors).
+  const RowwiseConfig res = ops::default_config(RowwiseOp::kRmsNormFwd, 8192, 262144,
+                                                DType::kBF16, 132, true);
+  EXPECT_EQ(res.threads, 256) << res.describe();
   // rmsnorm_bwd: long fp32 rows over L2 groups, 16-bit ones over clusters.
   const RowwiseConfig bwd32 =
       rowwise_default_config(RowwiseOp::kRmsNormBwd, 8192, 262144, DType::kF32, 132);
