@@ -129,7 +129,9 @@ struct XentBwdParams {
 // A CTA whose rows are all whole runs a kRowWhole copy (as for_cta_rows):
 // no per-vector bounds or fallback addresses ahead of the loads. H100, 32768
 // rows, session 22, us: bf16 N = 256 13.4-13.6 -> 13.0 (reduction mean
-// 13.6 -> 12.9), fp32 256 21.4 -> 21.3; N >= 1024 unchanged.
+// 13.6 -> 12.9), fp32 256 21.4 -> 21.3; N >= 1024 unchanged. The branch is
+// written out here, not taken from for_cta_rows with a rank argument: that
+// cost 0.3-0.6% at N = 256 (session 23).
 template <typename T, class G, int ACCESS>
 __device__ __forceinline__ void xent_bwd_row(const XentBwdParams& p, const RowSlice<T, G>& s,
                                              long long row) {
