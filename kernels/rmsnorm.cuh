@@ -42,9 +42,12 @@ struct RmsNormFwdParams {
 // A thread's weight columns (vector i at s.col(i)). HELD: loaded once, at
 // construction, into registers (at most 16 values per thread), for a short
 // forward row, whose weight latency then hides behind the row's, and for the
-// rows a backward CTA walks; else read through L1 at each use.
+// rows a backward CTA walks; else read through L1 at each use. Shifted rows
+// (the forward's) are never held: the weight's place under a row's columns
+// moves with the row's shift `lo`, element by element.
 template <typename W, int VEC, int VPT, int ACCESS, bool HELD>
 struct SliceWeight {
+  static_assert(!(HELD && ACCESS == kRowShifted), "a shifted row's weight moves with the row");
   const W* p;
   float held[HELD ? VPT : 1][VEC];
   template <class Slice>
@@ -56,13 +59,13 @@ struct SliceWeight {
       for (int i = 0; i < VPT; ++i) load_floats_cached<W, VEC, ACCESS>(p, s.col(i), n, held[i]);
     }
   }
-  // Vector i (column c) as floats, zero past n.
-  __device__ void get(int i, int c, int n, float (&f)[VEC]) const {
+  // Vector i (column c, of a row shifted by lo) as floats, zero outside the row.
+  __device__ void get(int i, int c, int n, float (&f)[VEC], int lo = 0) const {
     if constexpr (HELD) {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) f[e] = held[i][e];
     } else {
-      load_floats_cached<W, VEC, ACCESS>(p, c, n, f);
+      load_floats_cached<W, VEC, ACCESS>(p, c, n, f, lo);
     }
   }
 };
@@ -70,7 +73,6 @@ struct SliceWeight {
 template <typename T, typename W, class G, int ACCESS, bool RESIDUAL, bool WEIGHT>
 __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long long first_row) {
   constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
-  static_assert(ACCESS != kRowShifted, "weight columns follow the row: no shifted rows");
   static_assert(RPT <= G::TPR, "a lane of its own for each row's rstd");
   RowReducer<reduce::Sum, G::THREADS, G::TPR, G::CLUSTER> red;
   red.init();
@@ -111,8 +113,9 @@ __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long
   // A short row's weight is held, loaded with the rows, once for all RPT of
   // them: they share the columns. Read it as far as the first row reaches
   // (p.n, or 0 past M; a later row past M stores nothing).
-  const SliceWeight<W, VEC, VPT, ACCESS, WEIGHT && VPT * VEC <= 16> wt(static_cast<const W*>(p.w),
-                                                                       s, row_n(0));
+  const SliceWeight<W, VEC, VPT, ACCESS,
+                    WEIGHT && VPT * VEC <= 16 && ACCESS != kRowShifted>
+      wt(static_cast<const W*>(p.w), s, row_n(0));
   red.ready();
 
   Floats<1> ss[RPT];
@@ -149,10 +152,12 @@ __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long
     const int n = row_n(r);
     const float rstd = rstds[r];
 
-    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row_of(r) * p.y_row, n), s, [&](int i) {
+    // Every tensor of a shifted row has the same shift (the host checks).
+    const RowWindow<T, ACCESS> yw(static_cast<T*>(p.y) + row_of(r) * p.y_row, n);
+    store_row(yw, s, [&](int i) {
       float a[VEC], w[VEC];
       unpack<T>(v[r][i], a);
-      if constexpr (WEIGHT) wt.get(i, s.col(i), n, w);
+      if constexpr (WEIGHT) wt.get(i, s.col(i), n, w, yw.lo);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) a[e] = WEIGHT ? a[e] * rstd * w[e] : a[e] * rstd;
       return pack<T>(a);

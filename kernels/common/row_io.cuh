@@ -321,8 +321,11 @@ __device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
 
 // COUNT elements of X at p[c..c+COUNT) as floats (zero past n), through the
 // L1-cached path: for small operands every row re-reads (RMSNorm weights).
+// kRowShifted: the row's columns start lo elements before p, so column c + e
+// is p[c + e - lo], read element by element (zero outside [0, n)).
 template <typename X, int COUNT, int ACCESS>
-__device__ __forceinline__ void load_floats_cached(const X* p, int c, int n, float (&f)[COUNT]) {
+__device__ __forceinline__ void load_floats_cached(const X* p, int c, int n, float (&f)[COUNT],
+                                                   int lo = 0) {
   constexpr int BYTES = COUNT * int(sizeof(X));
   constexpr bool VECTORS = BYTES % 8 == 0 && (ACCESS == kRowVector || ACCESS == kRowWhole);
   static_assert(VECTORS || ACCESS != kRowWhole, "whole rows move in 8- and 16-byte accesses");
@@ -342,7 +345,13 @@ __device__ __forceinline__ void load_floats_cached(const X* p, int c, int n, flo
       return;
     }
   }
-  if constexpr (ACCESS != kRowWhole) {
+  if constexpr (ACCESS == kRowShifted) {
+#pragma unroll
+    for (int e = 0; e < COUNT; ++e) {
+      const int j = c + e - lo;
+      f[e] = unsigned(j) < unsigned(n) ? load_f32(p + j) : 0.0f;
+    }
+  } else if constexpr (ACCESS != kRowWhole) {
 #pragma unroll
     for (int e = 0; e < COUNT; ++e) f[e] = c + e < n ? load_f32(p + c + e) : 0.0f;
   }

@@ -505,8 +505,8 @@ Status bench_xent(const Params& p, const OpEnv& env, BenchCase* out, bool backwa
 
 // The row kernel a call with these parameters runs, for `kestrel tune` to
 // compile ahead (OpInfo::kernels). It plans as the ops do for the bench's
-// dense, 16-byte aligned rows: RMSNorm takes no shifted path, and its weight
-// here has the rows' dtype.
+// dense rows from a 16-byte boundary (rmsnorm_bwd takes no shifted path);
+// the weight here has the rows' dtype.
 std::function<std::vector<rt::KernelSpec>(const Params&)> kernels_of(RowwiseOp op) {
   return [op](const Params& p) -> std::vector<rt::KernelSpec> {
     Shape s;
@@ -518,8 +518,8 @@ std::function<std::vector<rt::KernelSpec>(const Params&)> kernels_of(RowwiseOp o
     const TensorView rows = TensorView::dense(reinterpret_cast<void*>(256), s.t, {s.m, s.n});
     const ops::RmsNormVariant variant{residual, weighted, s.t};
     ops::RowPlan plan;
-    if (!ops::plan_rows(op, s.m, s.n, s.t, c.get(), ops::row_access({rows}, !rmsnorm), &plan,
-                        variant)
+    if (!ops::plan_rows(op, s.m, s.n, s.t, c.get(),
+                        ops::row_access({rows}, op != RowwiseOp::kRmsNormBwd), &plan, variant)
              .ok())
       return {};
     return {ops::rowwise_kernel_spec(op, s.t, plan, variant)};

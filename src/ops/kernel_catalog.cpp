@@ -14,8 +14,8 @@ namespace {
 
 // Row-wise kernels: the heuristic's configurations for a short row (several
 // rows per CTA) and the longest (a 16-CTA cluster) in every dtype, a one-row
-// CTA in bf16, the misaligned paths (element-wise; shifted, which RMSNorm
-// does not take), and the finishing kernels.
+// CTA in bf16, the misaligned paths (element-wise; shifted, which
+// rmsnorm_bwd does not take), and the finishing kernels.
 void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
   const RowwiseOp ops[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
                            RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
@@ -35,8 +35,7 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
       if (t == DType::kBF16) {
         add(op, t, 16384, kRowVector, v);
         add(op, t, 1001, kRowElementwise, {false, false, t});
-        if (op != RowwiseOp::kRmsNormFwd && op != RowwiseOp::kRmsNormBwd)
-          add(op, t, 1001 + 7, kRowShifted, {});
+        if (op != RowwiseOp::kRmsNormBwd) add(op, t, 1001 + 7, kRowShifted, v);
       }
     }
     specs->push_back(

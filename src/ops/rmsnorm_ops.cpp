@@ -77,10 +77,14 @@ Status fwd(const TensorView& x, const TensorView& residual, const TensorView& we
   if (m == 0) return Status::Ok();
 
   const RmsNormVariant variant{present(residual), present(weight), weight.dtype};
+  // Rows misaligned alike may take the shifted path whatever the weight's
+  // alignment: under a shift the kernel reads the weight element by element.
+  RowAccess access = row_access({x, y, residual, h, weight}, false);
+  if (access == kRowElementwise && row_access({x, y, residual, h}, true) == kRowShifted)
+    access = kRowShifted;
   RowPlan plan;
-  KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kRmsNormFwd, m, n, x.dtype, opt.config,
-                                    row_access({x, y, residual, h, weight}, false), &plan,
-                                    variant));
+  KESTREL_RETURN_IF_ERROR(
+      plan_rows(RowwiseOp::kRmsNormFwd, m, n, x.dtype, opt.config, access, &plan, variant));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       rowwise_kernel_spec(RowwiseOp::kRmsNormFwd, x.dtype, plan, variant), &kernel));

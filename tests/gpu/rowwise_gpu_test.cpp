@@ -625,6 +625,15 @@ TEST(RowwiseSmallVariants, MisalignedRowStarts) {
       ASSERT_OK(softmax_fwd(dx.view, y.view, nullptr));
       EXPECT_PASS(compare_as(t, y.read(), ref::softmax_fwd(x.values.data(), m, n), n), "softmax y");
 
+      // RMSNorm takes the shifted path too, its weight read under each row's
+      // shift (output lead 3; 6 runs element by element).
+      const Rows w(t, 1, n, 0, testing::random_normal(n, 54, 0.5));
+      const DeviceRows dw = DeviceRows::input(w), yn = DeviceRows::poisoned_like(out_layout);
+      ASSERT_OK(rmsnorm_fwd(dx.view, vec_view(dw), yn.view, {}, nullptr));
+      EXPECT_PASS(compare_as(t, yn.read(),
+                             ref::rmsnorm_fwd(x.values.data(), w.values.data(), m, n, 1e-6).y, n),
+                  "rmsnorm y");
+
       const Rows yv(t, m, n, pad, ref::softmax_fwd(x.values.data(), m, n), in_lead);
       const Rows dy(t, m, n, pad, testing::random_normal(m * n, 51), in_lead);
       const DeviceRows dyv = DeviceRows::input(yv), ddy = DeviceRows::input(dy),
