@@ -22,7 +22,7 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
                            RowwiseOp::kCrossEntropyFwd, RowwiseOp::kCrossEntropyBwd};
   auto add = [&](RowwiseOp op, DType t, int64_t n, RowAccess access, const RmsNormVariant& v) {
     RowPlan plan;
-    plan.cfg = default_config(op, 32768, n, t, 132, v.residual);
+    plan.cfg = default_config(op, 32768, n, t, 132, v.residual, access);
     plan.vpt = vectors_per_thread(plan.cfg, n, t);
     plan.access = access;
     specs->push_back(rowwise_kernel_spec(op, t, plan, v));

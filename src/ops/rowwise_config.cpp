@@ -190,7 +190,7 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
 namespace ops {
 
 RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, int sm_count,
-                             bool residual) {
+                             bool residual, RowAccess access) {
   const int64_t vectors = ceil_div(std::max<int64_t>(n, 1), ops::elements_per_vector(dtype));
   // 8 vectors per thread; rmsnorm_fwd rows of at most 4096 vectors take 4
   // (H100, session 7, rmsnorm_fwd 32768 rows: bf16 16384 721 -> 707 us, fp32
@@ -207,8 +207,8 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
     // took softmax_bwd 20.4 -> 17.4 us, softmax_fwd 13.8 -> 12.8, rmsnorm_fwd
     // 15.1 -> 14.2, cross_entropy_bwd 24.1 -> 23.1 (cross_entropy_fwd 19.7 ->
     // 19.9).
-    c.threads_per_row = std::max(pow2_at_least(ceil_div(vectors, target)),
-                                 std::min(16, pow2_at_least(vectors)));
+    c.threads_per_row =
+        std::max(pow2_at_least(ceil_div(vectors, target)), std::min(16, pow2_at_least(vectors)));
     // CTAs of 4 rows (32..128 threads; rows of a few vectors: one warp), not
     // 256 threads. H100, 32768 rows (session 7, BENCHMARKS.md): rmsnorm_fwd
     // fp32 N = 256 23.5 -> 22.2 us, cross_entropy_bwd fp32 256 31.9 -> 30.1,
@@ -221,8 +221,7 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
     // A row just past a power of two would get about half the target: one
     // cluster size down keeps it within 1.5x of it (cross_entropy_fwd bf16
     // N = 151936: 5 -> 10 vectors per thread, 78 -> 100% of the copy bandwidth).
-    if (c.cluster > 1 && ceil_div(vectors, 256 * (c.cluster / 2)) <= target * 3 / 2)
-      c.cluster /= 2;
+    if (c.cluster > 1 && ceil_div(vectors, 256 * (c.cluster / 2)) <= target * 3 / 2) c.cluster /= 2;
     while (c.cluster > 16) c.cluster /= 2, c.threads *= 2, c.threads_per_row *= 2;
   }
   // Forward rows of 4096+ whole vectors with little arithmetic per byte
@@ -238,11 +237,18 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
   // thread, as cross_entropy_fwd did everywhere (2-75%): one CTA per SM then
   // leaves no other CTA to load while it computes. Not with the fused
   // residual: its two inputs of 8 vectors would spill at 64 registers.
+  // The rules with CTAs of 1024 threads, here and below, are for aligned
+  // rows: misaligned ones lost there (H100, session 23, us, CTAs of 256 ->
+  // 1024: rmsnorm_fwd element by element bf16 16384 x 50257 3887 -> 4616;
+  // shifted, the same 1237 -> 1252 but fp32 16384 x 100001 4598 -> 4536,
+  // softmax_bwd bf16 16384 x 50257 1666 -> 1925, fp32 32768 x 4097 547 ->
+  // 653: softmax_bwd's partial vectors are staged through registers, and a
+  // CTA of one row waits on them).
+  const bool aligned = access == kRowVector;
   const bool forward_light =
       (op == RowwiseOp::kRmsNormFwd && !residual) ||
       (op == RowwiseOp::kSoftmaxFwd && dtype == DType::kF32 && vectors <= 4 * 8192);
-  if (forward_light && vectors >= 4096 && n % ops::elements_per_vector(dtype) == 0 &&
-      ceil_div(vectors, 8192) <= 16)
+  if (forward_light && aligned && vectors >= 4096 && ceil_div(vectors, 8192) <= 16)
     c = {1024, 1024, pow2_at_least(ceil_div(vectors, 8192))};
   // softmax_bwd rows of 2049..4096 vectors: one CTA of 512 threads, not a
   // cluster of two of 256 (H100, 32768 rows, session 20: bf16 N = 32768 2214
@@ -257,7 +263,7 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
   // -> 4262.0 (CTAs of 512 at 8 vectors: the same within 0.1%). Rows past
   // 32768 vectors stay in clusters of 16 CTAs of 512: fp32 8192 x 262144
   // 9777 us there, 9848 in 16 of 1024 at 4 vectors (session 23).
-  if (op == RowwiseOp::kSoftmaxBwd && vectors > 4096 && vectors <= 8 * 4096)
+  if (op == RowwiseOp::kSoftmaxBwd && aligned && vectors > 4096 && vectors <= 8 * 4096)
     c = {1024, 1024, pow2_at_least(ceil_div(vectors, 4096))};
   // softmax_bwd rows of 128..1024 vectors: one vector a thread (nothing
   // staged: the second pass rereads L2) in CTAs of at least 512 threads;
@@ -265,7 +271,7 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
   // us: bf16 N = 1024 63.3 -> 62.3, 4096 260.5 -> 255.7, 8192 522.7 ->
   // 512.8, 16384 1059.6 -> 1046.7; fp32 1024 128.3 -> 126.0, 4096 522.6 ->
   // 512.4, 8192 1059.0 -> 1046.8.
-  if (op == RowwiseOp::kSoftmaxBwd && vectors >= 128 && vectors <= 2048) {
+  if (op == RowwiseOp::kSoftmaxBwd && aligned && vectors >= 128 && vectors <= 2048) {
     c.threads_per_row = vectors <= 1024 ? pow2_at_least(vectors) : 1024;
     c.threads = std::max(512, c.threads_per_row);
     c.cluster = 1;
@@ -306,7 +312,7 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
 
 RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype,
                                      int sm_count) {
-  return ops::default_config(op, m, n, dtype, sm_count, false);
+  return ops::default_config(op, m, n, dtype, sm_count, false, kRowVector);
 }
 
 }  // namespace kestrel

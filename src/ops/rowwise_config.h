@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/row_access.cuh"
 #include "kestrel/rowwise.h"
 
 namespace kestrel::ops {
@@ -27,9 +28,10 @@ bool rowwise_rereads(RowwiseOp op, const RowwiseConfig& c, int vpt, bool dweight
 // fp32 dweight accumulators when it has a weight (`dweight`).
 size_t rowwise_smem_bytes(RowwiseOp op, const RowwiseConfig& c, int vpt, DType t, bool dweight);
 // The heuristic (rowwise_default_config); `residual`: rmsnorm_fwd's fused
-// residual form, which holds two inputs of each row in registers.
+// residual form, which holds two inputs of each row in registers; `access`:
+// how the rows move (the CTAs of 1024 threads are for aligned rows).
 RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, int sm_count,
-                             bool residual);
+                             bool residual, RowAccess access);
 // Empty when `c` can run `op` on rows of n elements, else the broken rule
 // (rmsnorm_bwd: with dweight, so that a configuration runs either way).
 std::string rowwise_config_error(RowwiseOp op, const RowwiseConfig& c, int64_t n, DType t,

@@ -76,7 +76,7 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   EXPECT_EQ(bf16.cluster, 16) << bf16.describe();
   EXPECT_EQ(bf16.threads, 256) << bf16.describe();
   // fp32 softmax_fwd and rmsnorm_fwd: CTAs of 1024 threads at 8 vectors a
-  // thread (session 23), unless the rows are not whole vectors.
+  // thread (session 23), on aligned rows only.
   const RowwiseConfig fp32 =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 16384, 131072, DType::kF32, 132);
   EXPECT_EQ(fp32.cluster, 4) << fp32.describe();
@@ -85,12 +85,15 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 32768, DType::kBF16, 132);
   EXPECT_EQ(rms.cluster, 1) << rms.describe();
   EXPECT_EQ(rms.threads, 1024) << rms.describe();
-  const RowwiseConfig odd =
-      rowwise_default_config(RowwiseOp::kRmsNormFwd, 16384, 50257, DType::kBF16, 132);
+  const RowwiseConfig odd = ops::default_config(RowwiseOp::kRmsNormFwd, 16384, 50257 + 7,
+                                                DType::kBF16, 132, false, kRowShifted);
   EXPECT_EQ(odd.threads, 256) << odd.describe();
+  const RowwiseConfig odd_bwd = ops::default_config(RowwiseOp::kSoftmaxBwd, 32768, 4097 + 3,
+                                                    DType::kF32, 132, false, kRowShifted);
+  EXPECT_EQ(odd_bwd.threads, 256) << odd_bwd.describe();
   // The fused residual holds two inputs: CTAs of 256 (no spills at 8 vectors).
   const RowwiseConfig res = ops::default_config(RowwiseOp::kRmsNormFwd, 8192, 262144,
-                                                DType::kBF16, 132, true);
+                                                DType::kBF16, 132, true, kRowVector);
   EXPECT_EQ(res.threads, 256) << res.describe();
   // rmsnorm_bwd: long fp32 rows over L2 groups, 16-bit ones over clusters.
   const RowwiseConfig bwd32 =
