@@ -67,7 +67,8 @@ struct RowwiseConfig {
 
 // Every configuration that can run `op` on rows of n elements of `dtype`.
 std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType dtype);
-// The heuristic pick for [m][n] rows on a GPU with `sm_count` SMs.
+// The heuristic pick for [m][n] rows that start 16-byte aligned (rmsnorm_fwd:
+// without the fused residual) on a GPU with `sm_count` SMs.
 RowwiseConfig rowwise_default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, int sm_count);
 
 // Device scratch memory handed to a call. Without one (data == nullptr) the

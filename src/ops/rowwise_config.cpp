@@ -224,7 +224,7 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
     if (c.cluster > 1 && ceil_div(vectors, 256 * (c.cluster / 2)) <= target * 3 / 2) c.cluster /= 2;
     while (c.cluster > 16) c.cluster /= 2, c.threads *= 2, c.threads_per_row *= 2;
   }
-  // Forward rows of 4096+ whole vectors with little arithmetic per byte
+  // Forward rows of 4096+ vectors with little arithmetic per byte
   // (rmsnorm_fwd; softmax_fwd in fp32): CTAs of 1024 threads at about 8
   // vectors a thread, over clusters 4 times smaller. H100, session 23, us,
   // two rounds the same within 0.3%: rmsnorm_fwd fp32 32768 x 16384 1442 ->
@@ -232,11 +232,11 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
   // bf16 8192 x 262144 2889 -> 2846, fp32 2881 -> 2850 (N = 32768), 5824 ->
   // 5769 (262144); softmax_fwd fp32 32768 x 16384 1444 -> 1409, 32768 2891
   // -> 2863, 65536 2881 -> 2852 (262144, clusters of 8: 5667 -> 5676, not
-  // taken). softmax_fwd in 16-bit
-  // types (8 exponentials a vector) lost up to 17% at 4 to 10 vectors a
-  // thread, as cross_entropy_fwd did everywhere (2-75%): one CTA per SM then
-  // leaves no other CTA to load while it computes. Not with the fused
-  // residual: its two inputs of 8 vectors would spill at 64 registers.
+  // taken). softmax_fwd in 16-bit types (8 exponentials a vector) lost up
+  // to 17% at 4 to 10 vectors a thread, as cross_entropy_fwd did everywhere
+  // (2-75%): one CTA per SM then leaves no other CTA to load while it
+  // computes. Not with the fused residual: its two inputs of 8 vectors
+  // would spill at 64 registers.
   // The rules with CTAs of 1024 threads, here and below, are for aligned
   // rows: misaligned ones lost there (H100, session 23, us, CTAs of 256 ->
   // 1024: rmsnorm_fwd element by element bf16 16384 x 50257 3887 -> 4616;
