@@ -146,13 +146,12 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
   // A shifted row spans up to one vector more than n elements.
   const int64_t n_shifted = n + elements_per_vector(dtype) - 1;
   const int64_t n_held = access == kRowShifted ? n_shifted : n;
-  const bool residual = op == RowwiseOp::kRmsNormFwd && v.residual;
-  out->cfg = user ? *user : default_config(op, m, n_held, dtype, dev->sm_count, residual, access);
+  out->cfg = user ? *user : default_config(op, m, n_held, dtype, dev->sm_count, v.residual, access);
   out->access = access;
   if (access == kRowShifted &&
       !rowwise_config_error(op, out->cfg, n_shifted, dtype, smem_limit).empty()) {
     out->access = kRowElementwise;
-    if (!user) out->cfg = default_config(op, m, n, dtype, dev->sm_count, residual, out->access);
+    if (!user) out->cfg = default_config(op, m, n, dtype, dev->sm_count, v.residual, out->access);
   }
   const int64_t n_cap = out->access == kRowShifted ? n_shifted : n;
   const std::string err = rowwise_config_error(op, out->cfg, n_cap, dtype, smem_limit);

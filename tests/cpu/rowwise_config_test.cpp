@@ -69,22 +69,25 @@ TEST(RowwiseConfig, SoftmaxBackwardRereadsRowsOfOneVectorAThread) {
   EXPECT_GT(ops::rowwise_smem_bytes(RowwiseOp::kSoftmaxBwd, longer, 2, DType::kBF16, false), 0u);
 }
 
+// A configuration's CTA size and cluster, named on failure.
+void expect_ctas(const RowwiseConfig& c, int threads, int cluster) {
+  EXPECT_EQ(c.threads, threads) << c.describe();
+  EXPECT_EQ(c.cluster, cluster) << c.describe();
+}
+
 TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   // 16-bit softmax_fwd: CTAs of 256 threads over 16, the most a cluster has.
   const RowwiseConfig bf16 =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 8192, 262144, DType::kBF16, 132);
-  EXPECT_EQ(bf16.cluster, 16) << bf16.describe();
-  EXPECT_EQ(bf16.threads, 256) << bf16.describe();
+  expect_ctas(bf16, 256, 16);
   // fp32 softmax_fwd and rmsnorm_fwd: CTAs of 1024 threads at 8 vectors a
   // thread (session 23), on aligned rows only.
   const RowwiseConfig fp32 =
       rowwise_default_config(RowwiseOp::kSoftmaxFwd, 16384, 131072, DType::kF32, 132);
-  EXPECT_EQ(fp32.cluster, 4) << fp32.describe();
-  EXPECT_EQ(fp32.threads, 1024) << fp32.describe();
+  expect_ctas(fp32, 1024, 4);
   const RowwiseConfig rms =
       rowwise_default_config(RowwiseOp::kRmsNormFwd, 32768, 32768, DType::kBF16, 132);
-  EXPECT_EQ(rms.cluster, 1) << rms.describe();
-  EXPECT_EQ(rms.threads, 1024) << rms.describe();
+  expect_ctas(rms, 1024, 1);
   const RowwiseConfig odd = ops::default_config(RowwiseOp::kRmsNormFwd, 16384, 50257 + 7,
                                                 DType::kBF16, 132, false, kRowShifted);
   EXPECT_EQ(odd.threads, 256) << odd.describe();
@@ -121,13 +124,11 @@ TEST(RowwiseConfig, LongRowsUseClustersShortRowsShareCtas) {
   // softmax_bwd rows of 4096 vectors: one CTA of 512 threads (session 20).
   const RowwiseConfig softmax_bwd =
       rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 32768, DType::kBF16, 132);
-  EXPECT_EQ(softmax_bwd.cluster, 1) << softmax_bwd.describe();
-  EXPECT_EQ(softmax_bwd.threads, 512) << softmax_bwd.describe();
+  expect_ctas(softmax_bwd, 512, 1);
   // Longer: CTAs of 1024 threads at 4 vectors a thread (session 22).
   const RowwiseConfig softmax_bwd_long =
       rowwise_default_config(RowwiseOp::kSoftmaxBwd, 32768, 32768, DType::kF32, 132);
-  EXPECT_EQ(softmax_bwd_long.cluster, 2) << softmax_bwd_long.describe();
-  EXPECT_EQ(softmax_bwd_long.threads, 1024) << softmax_bwd_long.describe();
+  expect_ctas(softmax_bwd_long, 1024, 2);
   // cross_entropy_bwd: 2 vectors a thread in CTAs of 128 threads (session 20).
   const RowwiseConfig xent_bwd =
       rowwise_default_config(RowwiseOp::kCrossEntropyBwd, 32768, 1024, DType::kBF16, 132);
