@@ -285,17 +285,20 @@ struct StagedRow {
   __device__ void put(int i, uint4 v) const { ptx::st_shared_v4(p + i * G::TPR, v); }
 };
 
-// This thread's vectors of a row into shared memory, by cp.async (no
-// register staging, so all are in flight at once; complete with
-// cp_async_wait_all). A 16-byte aligned row's partial last vector comes by a
-// zero-filling cp.async too. Under kRowShifted, partial vectors go through
-// registers instead: compute-sanitizer counts all 16 bytes of a zero-filling
-// cp.async as read, past the tensor's end for a shifted last row. Vectors
-// past the end are zeroed.
+// This thread's vectors of a row into shared memory, in two steps, so that
+// a kernel staging several inputs issues every cp.async before any load it
+// must wait for: stage_row_async copies the vectors that cp.async can move
+// (no register staging, so all are in flight at once; complete with
+// cp_async_wait_all), stage_row_rest the others through registers. A 16-byte
+// aligned row's partial last vector comes by a zero-filling cp.async too.
+// Under kRowShifted the partial first and last vectors go through registers:
+// compute-sanitizer counts all 16 bytes of a zero-filling cp.async as read,
+// past the tensor's end for a shifted last row. Vectors past the end are
+// zeroed.
 template <typename T, class G, int ACCESS>
-__device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
-                                          const RowWindow<const T, ACCESS>& w,
-                                          const RowSlice<T, G>& s) {
+__device__ __forceinline__ void stage_row_async(const StagedRow<G>& dst,
+                                                const RowWindow<const T, ACCESS>& w,
+                                                const RowSlice<T, G>& s) {
   if (slice_full(s, w)) {
     const T* at = w.base + s.col(0);
 #pragma unroll
@@ -309,14 +312,34 @@ __device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
     if (ACCESS == kRowVector && c < w.hi) {
       ptx::cp_async_16_zfill(ptx::smem_u32(dst.p + i * G::TPR), w.base + c,
                              uint32_t(min(w.hi - c, RowSlice<T, G>::VEC)) * uint32_t(sizeof(T)));
-    } else if (ACCESS == kRowVector) {
-      dst.put(i, make_uint4(0u, 0u, 0u, 0u));
-    } else if (w.whole(c)) {
+    } else if (ACCESS != kRowVector && w.whole(c)) {
       ptx::cp_async_16(ptx::smem_u32(dst.p + i * G::TPR), w.base + c);
-    } else {
+    }
+  }
+}
+
+template <typename T, class G, int ACCESS>
+__device__ __forceinline__ void stage_row_rest(const StagedRow<G>& dst,
+                                               const RowWindow<const T, ACCESS>& w,
+                                               const RowSlice<T, G>& s) {
+  if (slice_full(s, w)) return;
+#pragma unroll
+  for (int i = 0; i < G::VPT; ++i) {
+    const int c = s.col(i);
+    if (ACCESS == kRowVector) {
+      if (c >= w.hi) dst.put(i, make_uint4(0u, 0u, 0u, 0u));
+    } else if (!w.whole(c)) {
       dst.put(i, load_vec(w, c));
     }
   }
+}
+
+template <typename T, class G, int ACCESS>
+__device__ __forceinline__ void stage_row(const StagedRow<G>& dst,
+                                          const RowWindow<const T, ACCESS>& w,
+                                          const RowSlice<T, G>& s) {
+  stage_row_async(dst, w, s);
+  stage_row_rest(dst, w, s);
 }
 
 // COUNT elements of X at p[c..c+COUNT) as floats (zero past n), through the
