@@ -276,6 +276,11 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
     c.threads = std::max(512, c.threads_per_row);
     c.cluster = 1;
   }
+  // Shifted softmax_bwd rows of 1025..2048 vectors: one CTA of 512 threads
+  // (H100, session 24, us: fp32 32768 x 4097 545.1 with 256, 536.1 with 512,
+  // 569.5 with 1024; two runs: 546.9 / 547.2 -> 535.9 / 535.8).
+  if (op == RowwiseOp::kSoftmaxBwd && !aligned && vectors > 1024 && vectors <= 2048)
+    c = {512, 512, 1};
   // Few rows: spread each over more CTAs (keeping >= 2 vectors per thread)
   // until the grid covers the SMs.
   auto ctas = [&](const RowwiseConfig& k) { return ceil_div(m, k.rows_per_cta()) * k.cluster; };
