@@ -4,8 +4,10 @@
 // (max, sum of e^(x - max)) pair, one MaxExpSum reduction merges the pairs
 // over the row, and y = e^(x - max) / sum is written from the registers (the
 // exponentials are recomputed rather than stored: SFU throughput is far above
-// what DRAM bandwidth needs, registers are not). Elements past the row end
-// load as -inf, which both reductions ignore without masks.
+// what DRAM bandwidth needs, registers are not). Short rows within a warp take
+// two butterflies instead (the max, then the sum of exponentials evaluated
+// once and held): see softmax_fwd_rows_held. Elements past the row end load as
+// -inf, which both reductions ignore without masks.
 // Backward: dx = y * (dy - sum_j dy_j y_j). Two inputs of a long row do not
 // fit in registers, so both go to shared memory by cp.async (every load of
 // the slice in flight at once, no registers held; the longest rows hold y in
@@ -28,6 +30,67 @@ struct SoftmaxFwdParams {
   int n;
 };
 
+// Rows held by the lanes of one warp, at most 32 values a thread: the row's
+// max by one butterfly, each exponential evaluated once against it and kept
+// in registers, their sum by a second butterfly, and y from the held values.
+// Here two plain butterflies cost less than one of the online pairs (two
+// rescaling exponentials a step), and the output pass has no exponentials:
+// fp32 N = 1024 444 -> 283 instructions a thread. H100, 32768 rows, session
+// 24, us, two rounds: fp32 N = 1024 87.5 / 87.5 -> 86.6 / 86.6, fp32 256
+// 20.8 / 20.9 -> 20.4 / 20.5, bf16 256 12.2 / 12.2 -> 12.2 / 12.3.
+template <class G, int VEC>
+constexpr bool kSoftmaxFwdHeld = G::CLUSTER == 1 && G::TPR <= 32 && G::RPT * G::VPT * VEC <= 32;
+
+template <typename T, class G, int ACCESS>
+__device__ __forceinline__ void softmax_fwd_rows_held(const SoftmaxFwdParams& p,
+                                                      const RowSlice<T, G>& s, long long row0,
+                                                      uint4 (&v)[G::RPT][G::VPT]) {
+  constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
+  auto row_of = [&](int r) { return row0 + r * G::ROWS; };
+  auto row_n = [&](int r) { return ACCESS == kRowWhole || row_of(r) < p.m ? p.n : 0; };
+  Floats<1> mx[RPT], sum[RPT];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    mx[r] = reduce::Max::identity();
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      float a[VEC];
+      unpack<T>(v[r][i], a);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) mx[r].f[0] = fmaxf(mx[r].f[0], a[e]);
+    }
+  }
+  reduce::warp_allreduce_rows<reduce::Max, G::TPR>(mx);
+  // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
+  float ex[RPT][VPT][VEC];
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    sum[r].f[0] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      float a[VEC];
+      unpack<T>(v[r][i], a);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        ex[r][i][e] = ptx::ex2_approx((a[e] - mx[r].f[0]) * reduce::kLog2e);
+        sum[r].f[0] += ex[r][i][e];
+      }
+    }
+  }
+  reduce::warp_allreduce_rows<reduce::Sum, G::TPR>(sum);
+#pragma unroll
+  for (int r = 0; r < RPT; ++r) {
+    const float inv = 1.0f / sum[r].f[0];
+    store_row(RowWindow<T, ACCESS>(static_cast<T*>(p.y) + row_of(r) * p.y_row, row_n(r)), s,
+              [&](int i) {
+                float a[VEC];
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) a[e] = ex[r][i][e] * inv;
+                return pack<T>(a);
+              });
+  }
+}
+
 template <typename T, class G, int ACCESS>
 __device__ __forceinline__ void softmax_fwd_rows(const SoftmaxFwdParams& p, long long first_row) {
   constexpr int VEC = 16 / sizeof(T), RPT = G::RPT, VPT = G::VPT;
@@ -45,6 +108,10 @@ __device__ __forceinline__ void softmax_fwd_rows(const SoftmaxFwdParams& p, long
     load_row(v[r],
              RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row_of(r) * p.x_row, row_n(r)),
              s, Elem<T>::kNegInf);
+  if constexpr (kSoftmaxFwdHeld<G, VEC>) {
+    softmax_fwd_rows_held<T, G, ACCESS>(p, s, row0, v);
+    return;
+  }
   red.ready();
 
   Floats<2> st[RPT];
