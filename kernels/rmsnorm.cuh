@@ -24,19 +24,23 @@
 namespace kestrel {
 
 struct RmsNormFwdParams {
-  const void* x;
-  long long x_row;
-  const void* residual;  // RESIDUAL
-  long long residual_row;
-  const void* w;  // WEIGHT: [n]
-  void* y;
-  long long y_row;
-  void* h;  // RESIDUAL
-  long long h_row;
-  float* rstd;  // [m] or null
+  // m, n and the row operands first, in the first 64 bytes: what a CTA reads
+  // before its first load. With m and n at the end, ncu put 4% of the stall
+  // samples of bf16 32768 x 256 on constant-cache misses at their loads;
+  // this order took it 12.75 / 12.74 -> 12.58 / 12.54 us (H100, session 24).
   long long m;
   int n;
   float eps;
+  const void* x;
+  long long x_row;
+  const void* w;  // WEIGHT: [n]
+  void* y;
+  long long y_row;
+  float* rstd;  // [m] or null
+  const void* residual;  // RESIDUAL
+  long long residual_row;
+  void* h;  // RESIDUAL
+  long long h_row;
 };
 
 // A thread's weight columns (vector i at s.col(i)). HELD: loaded once, at

@@ -19,19 +19,19 @@ namespace {
 using ops::present;
 
 struct RmsNormFwdParams {  // mirrors kernels/rmsnorm.cuh
-  const void* x;
-  long long x_row;
-  const void* residual;
-  long long residual_row;
-  const void* w;
-  void* y;
-  long long y_row;
-  void* h;
-  long long h_row;
-  float* rstd;
   long long m;
   int n;
   float eps;
+  const void* x;
+  long long x_row;
+  const void* w;
+  void* y;
+  long long y_row;
+  float* rstd;
+  const void* residual;
+  long long residual_row;
+  void* h;
+  long long h_row;
 };
 
 struct RmsNormBwdParams {  // mirrors kernels/rmsnorm.cuh
@@ -88,10 +88,19 @@ Status fwd(const TensorView& x, const TensorView& residual, const TensorView& we
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       rowwise_kernel_spec(RowwiseOp::kRmsNormFwd, x.dtype, plan, variant), &kernel));
-  const RmsNormFwdParams p{
-      x.data, row_stride(x), residual.data, row_stride(residual), weight.data,
-      y.data, row_stride(y), h.data,        row_stride(h),        static_cast<float*>(rstd.data),
-      m,      int(n),        opt.eps};
+  const RmsNormFwdParams p{m,
+                           int(n),
+                           opt.eps,
+                           x.data,
+                           row_stride(x),
+                           weight.data,
+                           y.data,
+                           row_stride(y),
+                           static_cast<float*>(rstd.data),
+                           residual.data,
+                           row_stride(residual),
+                           h.data,
+                           row_stride(h)};
   return kernel(plan.shape(plan.row_groups(m)), stream, p);
 }
 
