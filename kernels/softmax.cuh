@@ -30,6 +30,21 @@ struct SoftmaxFwdParams {
   int n;
 };
 
+// The largest of a thread's values of one row (-inf if it has none).
+template <typename T, int VPT>
+__device__ __forceinline__ float slice_max(const uint4 (&v)[VPT]) {
+  constexpr int VEC = 16 / sizeof(T);
+  float m = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    float a[VEC];
+    unpack<T>(v[i], a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) m = fmaxf(m, a[e]);
+  }
+  return m;
+}
+
 // Rows held by the lanes of one warp, at most 32 values a thread: the row's
 // max by one butterfly, each exponential evaluated once against it and kept
 // in registers, their sum by a second butterfly, and y from the held values.
@@ -50,16 +65,7 @@ __device__ __forceinline__ void softmax_fwd_rows_held(const SoftmaxFwdParams& p,
   auto row_n = [&](int r) { return ACCESS == kRowWhole || row_of(r) < p.m ? p.n : 0; };
   Floats<1> mx[RPT], sum[RPT];
 #pragma unroll
-  for (int r = 0; r < RPT; ++r) {
-    mx[r] = reduce::Max::identity();
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      float a[VEC];
-      unpack<T>(v[r][i], a);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) mx[r].f[0] = fmaxf(mx[r].f[0], a[e]);
-    }
-  }
+  for (int r = 0; r < RPT; ++r) mx[r].f[0] = slice_max<T>(v[r]);
   reduce::warp_allreduce_rows<reduce::Max, G::TPR>(mx);
   // A row of -inf has max -inf: x - max is NaN, so y is NaN, as in PyTorch.
   float ex[RPT][VPT][VEC];
@@ -118,13 +124,7 @@ __device__ __forceinline__ void softmax_fwd_rows(const SoftmaxFwdParams& p, long
 #pragma unroll
   for (int r = 0; r < RPT; ++r) {
     st[r] = reduce::MaxExpSum::identity();
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      float a[VEC];
-      unpack<T>(v[r][i], a);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) st[r].f[0] = fmaxf(st[r].f[0], a[e]);
-    }
+    st[r].f[0] = slice_max<T>(v[r]);
     opaque(v[r]);
     if (st[r].f[0] != kNegInf) {  // else nothing to sum (and no -inf - -inf)
 #pragma unroll
