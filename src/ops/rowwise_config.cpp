@@ -242,8 +242,8 @@ RowwiseConfig default_config(RowwiseOp op, int64_t m, int64_t n, DType dtype, in
   // 1024: rmsnorm_fwd element by element bf16 16384 x 50257 3887 -> 4616;
   // shifted, the same 1237 -> 1252 but fp32 16384 x 100001 4598 -> 4536,
   // softmax_bwd bf16 16384 x 50257 1666 -> 1925, fp32 32768 x 4097 547 ->
-  // 653: softmax_bwd's partial vectors are staged through registers, and a
-  // CTA of one row waits on them).
+  // 653; with every cp.async issued before the partial vectors, session 24,
+  // 1662 -> 1912 and 545 -> 570: a CTA of one row still waits on those).
   const bool aligned = access == kRowVector;
   const bool forward_light =
       (op == RowwiseOp::kRmsNormFwd && !residual) ||
