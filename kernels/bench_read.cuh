@@ -8,6 +8,8 @@
 //   torch's flush, `flush.sum()`);
 // - the "read" peer of read-mostly ops (the GEMV): what a kernel that only
 //   reads the op's bytes takes, launch included, on the same GPU.
+// And idle_kernel: one thread that waits, so that a timed call can start on a
+// GPU that has been idle for a while, as torch.cuda._sleep lets PyTorch's.
 #pragma once
 #include <cuda/std/cstdint>
 
@@ -40,6 +42,17 @@ __global__ void __launch_bounds__(512) read_bytes_kernel(const uint4* __restrict
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x9e3779b9u) *sink = acc;  // the buffers are zero: never taken, keeps the loads
+}
+
+// Returns once `ns` nanoseconds of %globaltimer have passed (not SM cycles:
+// the wait must not depend on the clock it may let change).
+__global__ void idle_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
 }
 
 }  // namespace kestrel

@@ -19,6 +19,7 @@ namespace {
 struct BenchOptions {
   std::string suite, json, markdown;
   int runs = 50, warmup = 5;
+  double idle_us = 0;
   bool check = false, no_peers = false, no_graph = false, graph = false;
 };
 
@@ -94,6 +95,8 @@ int run_bench(const BenchOptions& o, CLI::App* sub, const OpCommands& ops) {
   if (!e && o.suite.empty()) return fail(kExitUsage, "bench: name an op or give --suite NAME");
   if (o.runs < 1 || o.warmup < 0)
     return fail(kExitUsage, "bench: --runs must be >= 1 and --warmup >= 0");
+  if (!(o.idle_us >= 0 && o.idle_us <= 1e6))
+    return fail(kExitUsage, "bench: --idle-us must be between 0 and 1e6");
   bench::Suite suite;
   if (int rc = build_suite(o, e, &suite); rc != kExitOk) return rc;
   if (!require_gpu()) return kExitFailure;
@@ -101,6 +104,7 @@ int run_bench(const BenchOptions& o, CLI::App* sub, const OpCommands& ops) {
   bench::RunOptions ro;
   ro.timer.runs = o.runs;
   ro.timer.warmup = o.warmup;
+  ro.timer.idle_us = o.idle_us;
   if (o.no_graph && o.graph) return fail(kExitUsage, "--graph and --no-graph exclude each other");
   if (o.no_graph) ro.timer.graph_below_us = 0;
   if (o.graph) ro.timer.graph_below_us = std::numeric_limits<double>::infinity();
@@ -138,6 +142,7 @@ int run_bench(const BenchOptions& o, CLI::App* sub, const OpCommands& ops) {
                                   {{"runs", ro.timer.runs},
                                    {"warmup", ro.timer.warmup},
                                    {"flush_l2", ro.timer.flush_l2},
+                                   {"idle_us", ro.timer.idle_us},
                                    {"graph_below_us", ro.timer.graph_below_us}}}};
     const Status w = write_text(o.json, bench::report_json(rows, meta).dump(2) + "\n");
     if (!w.ok()) rc = fail(kExitFailure, w.message());
@@ -159,6 +164,10 @@ Command bench_command(CLI::App& app) {
   sub->add_option("--runs", o->runs, "timed runs per call (median reported)")
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "untimed calls first")->capture_default_str();
+  sub->add_option("--idle-us", o->idle_us,
+                  "the GPU idles this long after each L2 flush, before the timed call "
+                  "(scripts/torch_peers.py's peers wait ~500 us)")
+      ->capture_default_str();
   sub->add_flag("--check", o->check, "check each case against the reference before timing");
   sub->add_flag("--no-peers", o->no_peers, "do not time the peers");
   sub->add_flag("--no-graph", o->no_graph, "never time short calls as CUDA graph replays");

@@ -75,6 +75,21 @@ Status Timer::flush_l2() {
                            flush_buffer_.bytes_at(flush_buffer_.size() - 64), true);
 }
 
+Status Timer::idle(double us) {
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"bench_read.cuh", "kestrel::idle_kernel", {}}, &kernel));
+  rt::LaunchShape shape;
+  shape.block = dim3(1);
+  shape.grid = dim3(1);
+  return kernel(shape, stream_, (unsigned long long)(us * 1e3));
+}
+
+Status Timer::before_call(const TimerOptions& opt) {
+  if (opt.flush_l2) KESTREL_RETURN_IF_ERROR(flush_l2());
+  if (opt.idle_us > 0) KESTREL_RETURN_IF_ERROR(idle(opt.idle_us));
+  return Status::Ok();
+}
+
 Status launch_read_bytes(cudaStream_t stream, const void* data, size_t bytes, void* sink,
                          bool evict_l2) {
   const rt::DeviceInfo* dev = nullptr;
@@ -122,7 +137,7 @@ Status Timer::time_direct(const Launchable& call, const TimerOptions& opt, Timin
   Events ev;
   KESTREL_RETURN_IF_ERROR(ev.create(2 * opt.runs));
   for (int r = 0; r < opt.runs; ++r) {
-    if (opt.flush_l2) KESTREL_RETURN_IF_ERROR(flush_l2());
+    KESTREL_RETURN_IF_ERROR(before_call(opt));
     KESTREL_CUDA_RETURN(cudaEventRecord(ev[2 * r], stream_));
     KESTREL_RETURN_IF_ERROR(call.fn(stream_, r % slots));
     KESTREL_CUDA_RETURN(cudaEventRecord(ev[2 * r + 1], stream_));
@@ -163,7 +178,7 @@ Status Timer::time_graph(const Launchable& call, const TimerOptions& opt, int ca
   Events ev;
   KESTREL_RETURN_IF_ERROR(ev.create(2 * opt.runs));
   for (int r = 0; r < opt.runs; ++r) {
-    if (opt.flush_l2) KESTREL_RETURN_IF_ERROR(flush_l2());
+    KESTREL_RETURN_IF_ERROR(before_call(opt));
     KESTREL_CUDA_RETURN(cudaEventRecord(ev[2 * r], stream_));
     KESTREL_CUDA_RETURN(cudaGraphLaunch(g.exec, stream_));
     KESTREL_CUDA_RETURN(cudaEventRecord(ev[2 * r + 1], stream_));

@@ -34,6 +34,10 @@ struct TimerOptions {
   int warmup = 5;
   int runs = 50;
   bool flush_l2 = true;
+  // After the flush the GPU idles this long before each timed call (0: the
+  // call follows the flush at once). torch_peers.py's peers start after
+  // torch.cuda._sleep(1e6), ~0.5 ms; this times Kestrel's calls the same way.
+  double idle_us = 0;
   double graph_below_us = 10.0;   // calls shorter than this are timed in graphs
   double graph_span_us = 2000.0;  // aim for replays about this long
   int graph_max_calls = 1000;
@@ -68,6 +72,9 @@ class Timer {
 
  private:
   Status flush_l2();
+  Status idle(double us);
+  // What precedes every timed call: the flush, then the idle wait.
+  Status before_call(const TimerOptions& opt);
   Status time_direct(const Launchable& call, const TimerOptions& opt, Timing* out);
   // Returns Unsupported (and leaves the stream usable) when capture fails.
   Status time_graph(const Launchable& call, const TimerOptions& opt, int calls, Timing* out);
