@@ -10,9 +10,17 @@ harness's yardstick, a device copy of the same bytes. Bytes are counted as
 Kestrel counts them (inputs read once, outputs written once), so TB/s figures
 compare directly with `kestrel bench`.
 
+With --kestrel build/libkestrel_c.so it also times Kestrel itself, through
+its C ABI (scripts/kestrel_ctypes.py), on tensors torch allocated, with the
+same timing, in blocks alternating with torch.compile's: the same process,
+allocator and minutes for both, so that neither the machine's drift nor the
+buffers' placement separates them. Kestrel's output is checked against torch
+eager's first.
+
     python3 scripts/torch_peers.py [--suite bench/suites/rowwise.json]
         [--json out.json] [--markdown out.md] [--runs 30] [--no-compile]
         [--ops rmsnorm_fwd,softmax_fwd] [--max-gib 40]
+        [--kestrel build/libkestrel_c.so [--rounds 5]]
 """
 import argparse
 import json
@@ -22,6 +30,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+import kestrel_ctypes
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 ROW_OPS = {"rmsnorm_fwd", "rmsnorm_bwd", "softmax_fwd", "softmax_bwd", "cross_entropy_fwd",
@@ -46,10 +56,9 @@ def cross_entropy(logits, target, reduction, smoothing):
     return F.cross_entropy(logits, target, reduction=reduction, label_smoothing=smoothing)
 
 
-def make_case(op, p, device, compile_it):
-    """Returns (fn, bytes): fn() runs the op once; bytes as Kestrel counts them.
-    compile_it: the forward formula goes through torch.compile; a backward op
-    then times the compiled graph's backward (AOTAutograd) through autograd."""
+def make_inputs(op, p, device):
+    """The case's input tensors (the same values on every call) and its bytes
+    as Kestrel counts them (inputs read once, outputs written once)."""
     m, n = int(p["m"]), int(p["n"])
     dt = DTYPES[p.get("dtype", "bf16")]
     es = torch.tensor([], dtype=dt).element_size()
@@ -57,60 +66,80 @@ def make_case(op, p, device, compile_it):
     gen = torch.Generator(device=device).manual_seed(1)
     rand = lambda *s, scale=1.0: (torch.randn(*s, device=device, generator=gen) * scale).to(dt)
     weighted = p.get("weight", "yes") == "yes"
-    wrap = (lambda f: torch.compile(f, dynamic=False)) if compile_it else (lambda f: f)
     if op == "rmsnorm_fwd":
-        x, w = rand(m, n), rand(n, scale=0.5) if weighted else None
         # Kestrel's forward writes rstd[M] (4 bytes a row) unless the case
-        # asks for the inference form (rstd=no). torch's returns y only; it
-        # saves rstd for the backward when its inputs require grad: the
-        # training forward, which is then the peer (session 21: the inference
-        # form had been timed against Kestrel's rstd store).
-        with_rstd = p.get("rstd", "yes") == "yes"
-        wbytes = (n * es if weighted else 0) + (4 * m if with_rstd else 0)
-        if with_rstd:
-            for t in (x, w):
-                if t is not None:
-                    t.requires_grad_()
+        # asks for the inference form (rstd=no).
+        x, w = rand(m, n), rand(n, scale=0.5) if weighted else None
+        wbytes = (n * es if weighted else 0) + (4 * m if p.get("rstd", "yes") == "yes" else 0)
         if p.get("residual", "no") == "yes":
-            r, f = rand(m, n).requires_grad_(with_rstd), wrap(rmsnorm_residual)
-            return (lambda: f(x, r, w, 1e-6)), 4 * row + wbytes
-        f = wrap(rmsnorm)
-        return (lambda: f(x, w, 1e-6)), 2 * row + wbytes
+            return {"x": x, "r": rand(m, n), "w": w}, 4 * row + wbytes
+        return {"x": x, "w": w}, 2 * row + wbytes
     if op == "rmsnorm_bwd":
-        x, dy = rand(m, n).requires_grad_(), rand(m, n)
-        w = rand(n, scale=0.5).requires_grad_() if weighted else None
-        y = wrap(rmsnorm)(x, w, 1e-6)
-        inputs = [x, w] if weighted else [x]
-        fn = lambda: torch.autograd.grad(y, inputs, dy, retain_graph=True)
-        return fn, 3 * row + 4 * m + (n * (es + 4) if weighted else 0)
+        x, dy = rand(m, n), rand(m, n)
+        w = rand(n, scale=0.5) if weighted else None
+        return {"x": x, "dy": dy, "w": w}, 3 * row + 4 * m + (n * (es + 4) if weighted else 0)
     if op == "softmax_fwd":
-        x, f = rand(m, n, scale=3.0), wrap(softmax)
-        return (lambda: f(x)), 2 * row
+        return {"x": rand(m, n, scale=3.0)}, 2 * row
     if op == "softmax_bwd":
-        x, dy = rand(m, n, scale=3.0).requires_grad_(), rand(m, n)
-        y = wrap(softmax)(x)
-        return (lambda: torch.autograd.grad(y, x, dy, retain_graph=True)), 3 * row
+        return {"x": rand(m, n, scale=3.0), "dy": rand(m, n)}, 3 * row
     if op in ("cross_entropy_fwd", "cross_entropy_bwd"):
-        red = p.get("reduction", "mean")
-        ls = float(p.get("smoothing", 0.0))
         logits = rand(m, n, scale=2.0)
         target = torch.randint(0, n, (m,), device=device, generator=gen)
         target[15::16] = -100
-        loss_len = m if red == "none" else 1
-        f = wrap(cross_entropy)
-        if op == "cross_entropy_fwd":
-            return (lambda: f(logits, target, red, ls)), row + 12 * m + 4 * loss_len
-        logits.requires_grad_()
-        loss = f(logits, target, red, ls)
-        g = torch.full_like(loss, 0.75)
-        fn = lambda: torch.autograd.grad(loss, logits, g, retain_graph=True)
-        return fn, 2 * row + 12 * m + 4 * loss_len
+        loss_len = m if p.get("reduction", "mean") == "none" else 1
+        reads = row + 12 * m + 4 * loss_len
+        return {"logits": logits, "target": target}, reads + (row if op == "cross_entropy_bwd" else 0)
     return None, 0
 
 
-def time_us(fn, runs, flush):
-    for _ in range(3):
-        fn()
+def make_case(op, p, device, compile_it):
+    """Returns (fn, bytes): fn() runs the op once in torch; bytes as Kestrel
+    counts them. compile_it: the forward formula goes through torch.compile; a
+    backward op then times the compiled graph's backward (AOTAutograd)
+    through autograd."""
+    inp, nbytes = make_inputs(op, p, device)
+    if inp is None:
+        return None, 0
+    wrap = (lambda f: torch.compile(f, dynamic=False)) if compile_it else (lambda f: f)
+    grad = lambda *ts: [t.requires_grad_() for t in ts if t is not None]
+    if op == "rmsnorm_fwd":
+        # torch's forward returns y only; it saves rstd for the backward when
+        # its inputs require grad: the training forward, which is then the
+        # peer of Kestrel's with rstd (session 21: the inference form had been
+        # timed against Kestrel's rstd store).
+        x, w = inp["x"], inp["w"]
+        if p.get("rstd", "yes") == "yes":
+            grad(x, w, inp.get("r"))
+        if "r" in inp:
+            f = wrap(rmsnorm_residual)
+            return (lambda: f(x, inp["r"], w, 1e-6)), nbytes
+        f = wrap(rmsnorm)
+        return (lambda: f(x, w, 1e-6)), nbytes
+    if op == "rmsnorm_bwd":
+        x, w = inp["x"], inp["w"]
+        grad(x, w)
+        y = wrap(rmsnorm)(x, w, 1e-6)
+        inputs = [x, w] if w is not None else [x]
+        return (lambda: torch.autograd.grad(y, inputs, inp["dy"], retain_graph=True)), nbytes
+    if op == "softmax_fwd":
+        f = wrap(softmax)
+        return (lambda: f(inp["x"])), nbytes
+    if op == "softmax_bwd":
+        x = inp["x"].requires_grad_()
+        y = wrap(softmax)(x)
+        return (lambda: torch.autograd.grad(y, x, inp["dy"], retain_graph=True)), nbytes
+    red, ls = p.get("reduction", "mean"), float(p.get("smoothing", 0.0))
+    f = wrap(cross_entropy)
+    logits, target = inp["logits"], inp["target"]
+    if op == "cross_entropy_fwd":
+        return (lambda: f(logits, target, red, ls)), nbytes
+    logits.requires_grad_()
+    loss = f(logits, target, red, ls)
+    g = torch.full_like(loss, 0.75)
+    return (lambda: torch.autograd.grad(loss, logits, g, retain_graph=True)), nbytes
+
+
+def samples_us(fn, runs, flush):
     times = []
     for _ in range(runs):
         flush.sum()  # a read: a memset would leave dirty lines for the timed call to write back
@@ -126,7 +155,97 @@ def time_us(fn, runs, flush):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+    return times
+
+
+def time_us(fn, runs, flush):
+    for _ in range(3):
+        fn()
+    return statistics.median(samples_us(fn, runs, flush))
+
+
+def time_interleaved_us(fns, runs, flush, rounds):
+    """Medians of `runs` timings of each fn, taken in `rounds` alternating
+    blocks, so that whatever drifts during the measurement (clocks, heat, the
+    other process's leftovers) falls on every fn alike."""
+    for fn in fns:
+        for _ in range(3):
+            fn()
+    times = [[] for _ in fns]
+    per_round = max(1, runs // rounds)
+    for _ in range(rounds):
+        for t, fn in zip(times, fns):
+            t += samples_us(fn, per_round, flush)
+    return [statistics.median(t) for t in times]
+
+
+def first_tensor(out):
+    while isinstance(out, (tuple, list)):
+        out = out[0]
+    return out
+
+
+def check_kestrel(out, ref, dtype, label):
+    """Kestrel's output against torch eager's on the same inputs: a guard that
+    the ctypes call did the case's work, not a precision test (those are
+    Kestrel's GPU tests, against float64)."""
+    tol = 1e-4 if dtype == "fp32" else 3e-2
+    if not torch.allclose(out.float(), ref.float(), rtol=tol, atol=tol, equal_nan=True):
+        err = (out.float() - ref.float()).abs().max().item()
+        raise RuntimeError(f"{label}: Kestrel's output differs from torch eager's (max |diff| {err:.3g})")
+
+
+def run_case(op, p, device, args, flush, lib):
+    """The row of one case: eager, then torch.compile (interleaved with Kestrel
+    when lib is given), then a copy of the same bytes."""
+    row = {}
+    ref = None
+    fn = fn_k = out_k = None
+    try:
+        fn, nbytes = make_case(op, p, device, False)
+        if fn is None:
+            return None
+        row["bytes"] = nbytes
+        if nbytes > args.max_gib * (1 << 30):
+            row["note"] = "skipped: over --max-gib"
+            return row
+        row["eager_us"] = time_us(fn, args.runs, flush)
+        if lib is not None:
+            ref = first_tensor(fn()).detach()
+        fn = None
+        torch.cuda.empty_cache()
+        if lib is not None:
+            fn_k, out_k = kestrel_ctypes.kestrel_case(lib, op, p, make_inputs(op, p, device)[0])
+        if args.no_compile:
+            if fn_k is not None:
+                row["kestrel_us"] = time_us(fn_k, args.runs, flush)
+        else:
+            fn, _ = make_case(op, p, device, True)
+            if fn_k is None:
+                row["compile_us"] = time_us(fn, args.runs, flush)
+            else:
+                row["kestrel_us"], row["compile_us"] = time_interleaved_us(
+                    [fn_k, fn], args.runs, flush, args.rounds)
+        if fn_k is not None:
+            fn_k()
+            check_kestrel(out_k, ref, p.get("dtype", "bf16"), op)
+    except torch.cuda.OutOfMemoryError:
+        row["note"] = "out of memory"
+    except Exception as e:  # a failure is a result, not an abort
+        row["note"] = f"{type(e).__name__}: {e}"[:200]
+    finally:
+        fn = fn_k = out_k = ref = None
+        torch.cuda.empty_cache()
+    if "note" not in row:
+        # The harness's own yardstick: a device copy of the same bytes (half
+        # read, half written), timed the same way. Kestrel's % SOL is against
+        # its copy peer, timed by its own harness.
+        src = torch.empty(row["bytes"] // 2, dtype=torch.uint8, device=device)
+        dst = torch.empty_like(src)
+        row["copy_us"] = time_us(lambda: dst.copy_(src), args.runs, flush)
+        src = dst = None
+        torch.cuda.empty_cache()
+    return row
 
 
 def main():
@@ -138,6 +257,11 @@ def main():
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--ops", default="")
     ap.add_argument("--max-gib", type=float, default=40.0, help="skip cases moving more than this")
+    ap.add_argument("--kestrel", default="",
+                    help="libkestrel_c.so: also time Kestrel on torch's tensors, interleaved "
+                         "with torch.compile")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="with --kestrel: alternating blocks of runs/rounds timings each")
     args = ap.parse_args()
 
     device = torch.device("cuda")
@@ -146,6 +270,7 @@ def main():
     torch._dynamo.config.cache_size_limit = 4096
     torch._dynamo.config.accumulated_cache_size_limit = 4096
     flush = torch.zeros(64 << 20, dtype=torch.float32, device=device)  # 256 MiB
+    lib = kestrel_ctypes.KestrelLib(args.kestrel) if args.kestrel else None
     suite = json.load(open(args.suite))
     only = set(filter(None, args.ops.split(",")))
     rows = []
@@ -155,53 +280,36 @@ def main():
             continue  # e.g. the GEMV cases of a mixed suite: their peer is cuBLAS
         label = f'{op} {p["m"]}x{p["n"]} {p.get("dtype", "bf16")}' + "".join(
             f" {k}={v}" for k, v in p.items() if k not in ("m", "n", "dtype"))
-        row = {"op": op, "params": p, "label": label}
-        nbytes = 0
-        for mode in ["eager"] + ([] if args.no_compile else ["compile"]):
-            try:
-                fn, nbytes = make_case(op, p, device, mode == "compile")
-                if fn is None:
-                    break
-                row["bytes"] = nbytes
-                if nbytes > args.max_gib * (1 << 30):
-                    row["note"] = "skipped: over --max-gib"
-                    break
-                row[mode + "_us"] = time_us(fn, args.runs, flush)
-            except torch.cuda.OutOfMemoryError:
-                row["note"] = f"{mode}: out of memory"
-            except Exception as e:  # a failure is a result, not an abort
-                row["note"] = f"{mode}: {type(e).__name__}: {e}"[:200]
-            finally:
-                fn = None
-                torch.cuda.empty_cache()
-        if "bytes" not in row:
+        row = run_case(op, p, device, args, flush, lib)
+        if row is None:
             continue
-        if "note" not in row:
-            # The harness's own yardstick: a device copy of the same bytes
-            # (half read, half written), timed the same way. Kestrel's % SOL is
-            # against its copy peer, timed by its own harness.
-            src = torch.empty(nbytes // 2, dtype=torch.uint8, device=device)
-            dst = torch.empty_like(src)
-            row["copy_us"] = time_us(lambda: dst.copy_(src), args.runs, flush)
-            src = dst = None
-            torch.cuda.empty_cache()
+        row.update({"op": op, "params": p, "label": label})
         rows.append(row)
+        nbytes = row["bytes"]
         tbs = lambda us: nbytes / us / 1e6 if us else float("nan")
+        vs = row["compile_us"] / row["kestrel_us"] if "kestrel_us" in row and "compile_us" in row else None
         print(f'{label:60s} eager {row.get("eager_us", math.nan):9.1f} us ({tbs(row.get("eager_us")):.2f} TB/s)'
-              f'  compile {row.get("compile_us", math.nan):9.1f} us  copy {row.get("copy_us", math.nan):9.1f} us'
-              f'  {row.get("note", "")}', flush=True)
+              f'  compile {row.get("compile_us", math.nan):9.1f} us'
+              + (f'  kestrel {row["kestrel_us"]:9.2f} us ({vs:.3f}x)' if vs else "")
+              + f'  copy {row.get("copy_us", math.nan):9.1f} us  {row.get("note", "")}', flush=True)
 
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": args.runs,
-            "timing": "median of CUDA-event timings, 256 MiB L2 flush (read) before each call"}
+            "timing": "median of CUDA-event timings, 256 MiB L2 flush (read) before each call"
+                      + (f"; Kestrel through {args.kestrel} on torch's tensors, interleaved with "
+                         f"torch.compile in {args.rounds} rounds" if lib else "")}
     json.dump({"meta": meta, "rows": rows}, open(args.json, "w"), indent=1)
     with open(args.markdown, "w") as f:
         f.write(f'# torch peers: {meta["gpu"]}, torch {meta["torch"]}\n\n{meta["timing"]}.\n\n')
-        f.write("| case | eager µs | eager TB/s | compile µs | compile TB/s | note |\n|---|---|---|---|---|---|\n")
+        kcols = " kestrel µs | compile / kestrel |" if lib else ""
+        f.write(f"| case | eager µs | eager TB/s | compile µs | compile TB/s |{kcols} note |\n"
+                f"|---|---|---|---|---|{'---|---|' if lib else ''}---|\n")
         for r in rows:
             e, c, b = r.get("eager_us"), r.get("compile_us"), r.get("bytes", 0)
             fmt = lambda us: f"{us:.1f}" if us else ""
             rate = lambda us: f"{b / us / 1e6:.2f}" if us else ""
-            f.write(f'| {r["label"]} | {fmt(e)} | {rate(e)} | {fmt(c)} | {rate(c)} | {r.get("note", "")} |\n')
+            k = r.get("kestrel_us")
+            kcells = (f" {k:.2f} | {c / k:.3f}x |" if k and c else " | |") if lib else ""
+            f.write(f'| {r["label"]} | {fmt(e)} | {rate(e)} | {fmt(c)} | {rate(c)} |{kcells} {r.get("note", "")} |\n')
     print(f"wrote {args.json} and {args.markdown}", file=sys.stderr)
 
 
