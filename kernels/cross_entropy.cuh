@@ -138,8 +138,10 @@ __device__ __forceinline__ void xent_bwd_row(const XentBwdParams& p, const RowSl
   constexpr int VEC = 16 / sizeof(T);
   const int n = p.n;
   uint4 v[G::VPT];
-  load_row(v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.logits) + row * p.logits_row, n),
-           s);
+  // L2 evict_last, as the forwards' rows (common/row_io.cuh, kRowKept): fp32
+  // 32768 x 4096 357.6 -> 354.5 us, bf16 x 1024 43.0 -> 42.4 (H100, session 25).
+  load_row<kRowKept>(
+      v, RowWindow<const T, ACCESS>(static_cast<const T*>(p.logits) + row * p.logits_row, n), s);
   const long long t = p.target[row];
   const float lse = p.lse[row];
   // Mean without the forward's total_weight: the kept rows are counted by

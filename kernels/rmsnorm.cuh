@@ -88,17 +88,18 @@ __device__ __forceinline__ void rmsnorm_fwd_rows(const RmsNormFwdParams& p, long
   uint4 v[RPT][VPT];
 #pragma unroll
   for (int r = 0; r < RPT; ++r)
-    load_row(v[r],
-             RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row_of(r) * p.x_row, row_n(r)),
-             s);
+    load_row<kRowKept>(
+        v[r],
+        RowWindow<const T, ACCESS>(static_cast<const T*>(p.x) + row_of(r) * p.x_row, row_n(r)), s);
   if constexpr (RESIDUAL) {
     uint4 res[RPT][VPT];
 #pragma unroll
     for (int r = 0; r < RPT; ++r)
-      load_row(res[r],
-               RowWindow<const T, ACCESS>(
-                   static_cast<const T*>(p.residual) + row_of(r) * p.residual_row, row_n(r)),
-               s);
+      load_row<kRowKept>(
+          res[r],
+          RowWindow<const T, ACCESS>(static_cast<const T*>(p.residual) + row_of(r) * p.residual_row,
+                                     row_n(r)),
+          s);
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
 #pragma unroll

@@ -310,6 +310,19 @@ __device__ __forceinline__ void cp_async_16_zfill(uint32_t smem_addr, const void
                "r"(bytes)
                : "memory");
 }
+// The same under an L2 cache policy (createpolicy).
+__device__ __forceinline__ void cp_async_16_hint(uint32_t smem_addr, const void* src,
+                                                 uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(smem_addr),
+               "l"(src), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_16_zfill_hint(uint32_t smem_addr, const void* src,
+                                                       uint32_t bytes, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smem_addr),
+               "l"(src), "r"(bytes), "l"(policy)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
