@@ -2,8 +2,9 @@
 # One call on a fresh H100/H200 machine: build, run every GPU test (also under
 # compute-sanitizer memcheck and racecheck on small shapes), calibrate, run the
 # seed benchmark suite, and print a compact table last. --torch also times the
-# suites' row-wise cases in torch eager and torch.compile (scripts/torch_peers.py)
-# and joins them with Kestrel's (scripts/peer_table.py).
+# suites' row-wise cases in torch eager and torch.compile (scripts/torch_peers.py,
+# with Kestrel through its C ABI interleaved with torch.compile) and joins them
+# with Kestrel's (scripts/peer_table.py).
 #   scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--torch] [--suite "NAME ..."]
 # Logs and results go to $OUT (default build/gpu-out).
 set -uo pipefail
@@ -84,8 +85,8 @@ if [ "$BENCH" = 1 ] && [ "$TORCH" = 1 ]; then
     path=$suite; [ -f "$path" ] || path=bench/suites/$suite.json
     grep -qE '"(rmsnorm|softmax|cross_entropy)_(fwd|bwd)"' "$path" || continue
     t0=$SECONDS
-    python3 scripts/torch_peers.py --suite "$path" --json "$OUT/torch_$suite.json" \
-      --markdown "$OUT/torch_$suite.md" >"$OUT/torch_$suite.log" 2>&1
+    python3 scripts/torch_peers.py --suite "$path" --kestrel build/libkestrel_c.so \
+      --json "$OUT/torch_$suite.json" --markdown "$OUT/torch_$suite.md" >"$OUT/torch_$suite.log" 2>&1
     rc=$?
     note "torch peers $suite: rc=$rc ($((SECONDS - t0)) s)"
     [ $rc = 0 ] && [ -f "$OUT/bench_$suite.json" ] &&
