@@ -15,36 +15,28 @@ int report(const Status& s) {
   return int(s.code());
 }
 
+// The C codes are the C++ enumerators' values: a range check is the whole
+// conversion.
+static_assert(int(DType::kF32) == KESTREL_F32 && int(DType::kF16) == KESTREL_F16 &&
+              int(DType::kBF16) == KESTREL_BF16);
+static_assert(int(Reduction::kNone) == KESTREL_REDUCTION_NONE &&
+              int(Reduction::kSum) == KESTREL_REDUCTION_SUM &&
+              int(Reduction::kMean) == KESTREL_REDUCTION_MEAN);
+
 Status dtype_of(int code, const char* name, DType* out) {
-  switch (code) {
-    case KESTREL_F32:
-      *out = DType::kF32;
-      return Status::Ok();
-    case KESTREL_F16:
-      *out = DType::kF16;
-      return Status::Ok();
-    case KESTREL_BF16:
-      *out = DType::kBF16;
-      return Status::Ok();
-  }
-  return Status::InvalidArgument(std::string(name) + ": must be KESTREL_F32, KESTREL_F16 or " +
-                                 "KESTREL_BF16, got " + std::to_string(code));
+  if (code < KESTREL_F32 || code > KESTREL_BF16)
+    return Status::InvalidArgument(std::string(name) + ": must be KESTREL_F32, KESTREL_F16 or " +
+                                   "KESTREL_BF16, got " + std::to_string(code));
+  *out = DType(code);
+  return Status::Ok();
 }
 
 Status reduction_of(int code, Reduction* out) {
-  switch (code) {
-    case KESTREL_REDUCTION_NONE:
-      *out = Reduction::kNone;
-      return Status::Ok();
-    case KESTREL_REDUCTION_SUM:
-      *out = Reduction::kSum;
-      return Status::Ok();
-    case KESTREL_REDUCTION_MEAN:
-      *out = Reduction::kMean;
-      return Status::Ok();
-  }
-  return Status::InvalidArgument("reduction: must be KESTREL_REDUCTION_NONE, _SUM or _MEAN, got " +
-                                 std::to_string(code));
+  if (code < KESTREL_REDUCTION_NONE || code > KESTREL_REDUCTION_MEAN)
+    return Status::InvalidArgument(
+        "reduction: must be KESTREL_REDUCTION_NONE, _SUM or _MEAN, got " + std::to_string(code));
+  *out = Reduction(code);
+  return Status::Ok();
 }
 
 // A dense view, or the empty view that the C++ API reads as "omitted".
