@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Joins a `kestrel bench --suite S --json K.json` run with the torch peers of
 the same suite (`scripts/torch_peers.py --suite S --json T.json`, one or more
-files) into one markdown table: Kestrel time, % SOL and its harness's copy of
-the same bytes beside torch eager, torch.compile and the torch harness's copy,
+files) into one markdown table: Kestrel time, % SOL and its harness's stream
+peer (the op's tensors moved with no arithmetic) beside torch eager,
+torch.compile and the torch harness's copy,
 and the cases where Kestrel is not faster than torch.compile. Where the torch
 file also timed Kestrel (`torch_peers.py --kestrel`: the same tensors,
 interleaved with torch.compile) that ratio gets its own column and decides the
@@ -36,7 +37,7 @@ def main():
         for row in json.load(open(path))["rows"]:
             torch_rows[key(row["op"], row["params"])] = row
 
-    print("| case | Kestrel µs | % SOL | memcpy µs | torch eager µs | torch.compile µs | torch copy µs "
+    print("| case | Kestrel µs | % SOL | stream µs | torch eager µs | torch.compile µs | torch copy µs "
           "| vs compile | interleaved: Kestrel µs | vs compile |")
     print("|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     slower = []
@@ -47,12 +48,12 @@ def main():
         if row is None:
             continue
         ours, eager, comp = res.get("time_us"), row.get("eager_us"), row.get("compile_us")
-        memcpy = next((p["time_us"] for p in res.get("peers", []) if "copy" in p["name"]), None)
+        stream = next((p["time_us"] for p in res.get("peers", []) if p["name"] == "stream"), None)
         fmt = lambda v: ("-" if not v else f"{v:.4g}" if v < 1000 else f"{v:.0f}")
         ratio = comp / ours if ours and comp else None
         inter = row.get("kestrel_us")
         inter_ratio = comp / inter if inter and comp else None
-        print(f"| {row['label']} | {fmt(ours)} | {100 * res.get('sol_fraction', 0):.1f}% | {fmt(memcpy)} | "
+        print(f"| {row['label']} | {fmt(ours)} | {100 * res.get('sol_fraction', 0):.1f}% | {fmt(stream)} | "
               f"{fmt(eager)} | {fmt(comp)} | {fmt(row.get('copy_us'))} | "
               f"{f'{ratio:.2f}×' if ratio else '-'} | {fmt(inter)} | "
               f"{f'{inter_ratio:.3f}×' if inter_ratio else '-'} |")

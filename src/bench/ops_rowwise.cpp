@@ -2,7 +2,8 @@
 // ops. All are memory-bound: SOL is the bytes of every input read once and
 // every output written once over the copy bandwidth (the dweight and loss
 // partials of the deterministic reductions are not counted); the peer is a
-// device memcpy moving the same bytes. Torch peers: scripts/torch_peers.py.
+// kernel moving the op's M x N tensors with no arithmetic (make_stream_peer).
+// Torch peers: scripts/torch_peers.py.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -159,15 +160,21 @@ void judge(DType t, const std::vector<double>& got, const std::vector<double>& w
   out->detail += (out->detail.empty() ? "" : "\n") + what + ": " + r.to_string();
 }
 
-// Finishes a bench case: shape label, launch, copy peer of the same bytes.
-Status finish_case(BenchCase* out, std::string shape, int slots,
+// The M x N tensors an op reads and writes (its DRAM traffic, as the stream peer moves it).
+struct Streams {
+  int reads = 1, writes = 1;
+};
+
+// Finishes a bench case: shape label, launch, the stream peer of the op's tensors.
+Status finish_case(BenchCase* out, const Shape& s, Streams io, std::string label, int slots,
                    std::function<Status(cudaStream_t, int)> fn) {
-  out->shape = std::move(shape);
+  out->shape = std::move(label);
   out->launch.slots = slots;
   out->launch.fn = std::move(fn);
-  PeerLaunch copy;
-  KESTREL_RETURN_IF_ERROR(make_copy_peer(int64_t(out->work.bytes), slots, &copy));
-  out->peers.push_back(std::move(copy));
+  PeerLaunch stream;
+  KESTREL_RETURN_IF_ERROR(
+      make_stream_peer(int64_t(s.elems()) * s.es(), io.reads, io.writes, slots, &stream));
+  out->peers.push_back(std::move(stream));
   return Status::Ok();
 }
 
@@ -241,7 +248,7 @@ Status bench_rmsnorm_fwd(const Params& p, const OpEnv& env, BenchCase* out) {
   if (weighted) KESTREL_RETURN_IF_ERROR(fill_floats(&st->w, s.n, s.t, slots, 3, 0.5));
   const MaybeConfig cfg = read_config(p);
   return finish_case(
-      out,
+      out, s, residual ? Streams{2, 2} : Streams{1, 1},
       label(s, p,
             std::string(residual ? " +residual" : "") + (weighted ? "" : " no-weight") +
                 (with_rstd ? "" : " no-rstd")),
@@ -323,7 +330,7 @@ Status bench_rmsnorm_bwd(const Params& p, const OpEnv& env, BenchCase* out) {
     KESTREL_RETURN_IF_ERROR(st->dweight.allocate(size_t(s.n) * 4, slots));
   }
   const MaybeConfig cfg = read_config(p);
-  return finish_case(out, label(s, p, weighted ? "" : " no-weight"), slots,
+  return finish_case(out, s, Streams{2, 1}, label(s, p, weighted ? "" : " no-weight"), slots,
                      [st, s, weighted, cfg](cudaStream_t stream, int k) {
                        RmsNormOptions opt;
                        opt.config = cfg.get();
@@ -380,12 +387,14 @@ Status bench_softmax(const Params& p, const OpEnv& env, BenchCase* out, bool bac
   if (backward) KESTREL_RETURN_IF_ERROR(fill_floats(&st->b, s.m * s.n, s.t, slots, 2, 1e-3));
   KESTREL_RETURN_IF_ERROR(st->o.allocate(size_t(row), slots));
   const MaybeConfig cfg = read_config(p);
-  return finish_case(out, label(s, p), slots, [st, s, backward, cfg](cudaStream_t stream, int k) {
-    if (backward)
-      return softmax_bwd(rows(st->a.at(k), s), rows(st->b.at(k), s), rows(st->o.at(k), s), stream,
-                         cfg.get());
-    return softmax_fwd(rows(st->a.at(k), s), rows(st->o.at(k), s), stream, cfg.get());
-  });
+  return finish_case(out, s, Streams{backward ? 2 : 1, 1}, label(s, p), slots,
+                     [st, s, backward, cfg](cudaStream_t stream, int k) {
+                       if (backward)
+                         return softmax_bwd(rows(st->a.at(k), s), rows(st->b.at(k), s),
+                                            rows(st->o.at(k), s), stream, cfg.get());
+                       return softmax_fwd(rows(st->a.at(k), s), rows(st->o.at(k), s), stream,
+                                          cfg.get());
+                     });
 }
 
 // ---- cross_entropy_fwd / cross_entropy_bwd ----
@@ -485,7 +494,7 @@ Status bench_xent(const Params& p, const OpEnv& env, BenchCase* out, bool backwa
                             (backward && opt.reduction == Reduction::kMean && !with_total_weight
                                  ? " counted"
                                  : "");
-  return finish_case(out, label(s, p, extra), slots,
+  return finish_case(out, s, Streams{1, backward ? 1 : 0}, label(s, p, extra), slots,
                      [st, s, opt, cfg, loss_len, backward, with_total_weight](cudaStream_t stream,
                                                                               int k) {
                        CrossEntropyOptions o = opt;

@@ -219,4 +219,48 @@ Status make_read_peer(int64_t bytes, int slots, PeerLaunch* out) {
   return Status::Ok();
 }
 
+static Status check_streams(int reads, int writes) {
+  if (reads < 1 || reads > 2 || writes < 0 || writes > 2)
+    return Status::InvalidArgument("stream peer: reads must be 1 or 2 and writes 0 to 2, got " +
+                                   std::to_string(reads) + " and " + std::to_string(writes));
+  return Status::Ok();
+}
+
+Status launch_stream_bytes(cudaStream_t stream, const void* in, void* out, int64_t n16, int reads,
+                           int writes) {
+  KESTREL_RETURN_IF_ERROR(check_streams(reads, writes));
+  if (n16 < 1)
+    return Status::InvalidArgument("n16: must be at least 1, got " + std::to_string(n16));
+  // The names kernel_catalog.cpp precompiles; chunks of kStreamThreads x kStreamWords words.
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get({"bench_read.cuh",
+                                           "kestrel::stream_bytes_kernel<" + std::to_string(reads) +
+                                               ", " + std::to_string(writes) + ">",
+                                           {}},
+                                          &kernel));
+  constexpr int64_t kChunk = 512 * 8;
+  rt::LaunchShape shape;
+  shape.block = dim3(512);
+  shape.grid = dim3(unsigned((n16 + kChunk - 1) / kChunk));
+  return kernel(shape, stream, in, out, (unsigned long long)n16);
+}
+
+Status make_stream_peer(int64_t stream_bytes, int reads, int writes, int slots, PeerLaunch* out) {
+  KESTREL_RETURN_IF_ERROR(check_streams(reads, writes));
+  const size_t len = (size_t(std::max<int64_t>(stream_bytes, 16)) + 15) / 16 * 16;
+  slots = std::max(slots, 1);
+  auto buffers = std::make_shared<std::pair<DeviceBuffer, DeviceBuffer>>();
+  KESTREL_RETURN_IF_ERROR(buffers->first.allocate(len * size_t(reads * slots)));
+  KESTREL_RETURN_IF_ERROR(buffers->second.allocate(len * size_t(std::max(writes, 1) * slots)));
+  KESTREL_CUDA_RETURN(cudaMemset(buffers->first.get(), 0, buffers->first.size()));
+  out->name = "stream";
+  out->call.slots = slots;
+  out->call.fn = [buffers, len, reads, writes](cudaStream_t stream, int slot) {
+    return launch_stream_bytes(stream, buffers->first.bytes_at(len * size_t(reads * slot)),
+                               buffers->second.bytes_at(len * size_t(std::max(writes, 1) * slot)),
+                               int64_t(len / 16), reads, writes);
+  };
+  return Status::Ok();
+}
+
 }  // namespace kestrel::bench

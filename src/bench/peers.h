@@ -63,4 +63,14 @@ Status make_copy_peer(int64_t bytes, int slots, PeerLaunch* out);
 // zeroed buffers: the floor for a kernel that must read those bytes.
 Status make_read_peer(int64_t bytes, int slots, PeerLaunch* out);
 
+// The "stream" peer of a row-wise op: `reads` (1 or 2) input streams into
+// `writes` (0 to 2) output streams of `stream_bytes` each, laid out as the
+// row-wise kernels work, with no arithmetic (kernels/bench_read.cuh): the
+// floor of the op's DRAM traffic. `slots` rotating sets, zeroed inputs.
+Status make_stream_peer(int64_t stream_bytes, int reads, int writes, int slots, PeerLaunch* out);
+// Its kernel: out[w][i] = xor over r of in[r][i] for n16 16-byte words per
+// stream, the streams of `in` and `out` contiguous.
+Status launch_stream_bytes(cudaStream_t stream, const void* in, void* out, int64_t n16, int reads,
+                           int writes);
+
 }  // namespace kestrel::bench

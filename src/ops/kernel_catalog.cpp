@@ -105,7 +105,12 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, false, true, true));
   append_rowwise_specs(&specs);
   for (const char* evict : {"false", "true"})
-    specs.push_back({"bench_read.cuh", std::string("kestrel::read_bytes_kernel<") + evict + ">", {}});
+    specs.push_back(
+        {"bench_read.cuh", std::string("kestrel::read_bytes_kernel<") + evict + ">", {}});
+  // The bench's stream peer, every (reads, writes) the row-wise ops use.
+  for (const char* rw : {"1, 0", "1, 1", "2, 1", "2, 2"})
+    specs.push_back(
+        {"bench_read.cuh", std::string("kestrel::stream_bytes_kernel<") + rw + ">", {}});
   for (const char* vec8 : {"true", "false"})
     specs.push_back(
         {"bench_silu_mul.cuh", std::string("kestrel::silu_mul_kernel<") + vec8 + ">", {}});

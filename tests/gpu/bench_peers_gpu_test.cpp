@@ -1,10 +1,12 @@
 // The dual GEMM's peer tail (silu * mul after one GEMM on [B1; B2]) against
 // float64: a peer that computed less than the op it stands for would flatter
-// Kestrel's speed-ups.
+// Kestrel's speed-ups. And the row-wise ops' stream peer: a peer that skipped
+// words of its streams would understate the traffic floor.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "bench/peers.h"
 #include "device_buffer.h"
@@ -53,6 +55,43 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SiluMulPeer,
 TEST(SiluMulPeerRules, RefusesEmptyShapes) {
   KESTREL_REQUIRE_GPU();
   EXPECT_FALSE(bench::launch_silu_mul(nullptr, nullptr, nullptr, 0, 8).ok());
+}
+
+// (reads, writes, n16): one partial chunk, a chunk and a word, several chunks and a tail.
+class StreamPeer : public ::testing::TestWithParam<std::tuple<int, int, int64_t>> {};
+
+TEST_P(StreamPeer, WritesTheXorOfItsInputsToEveryWord) {
+  KESTREL_REQUIRE_GPU();
+  const auto [reads, writes, n16] = GetParam();
+  std::mt19937 rng(uint32_t(reads * 7 + writes * 3 + n16));
+  std::vector<uint32_t> in(size_t(reads * n16 * 4));
+  for (auto& v : in) v = rng();
+  DeviceBuffer din = DeviceBuffer::from(in), dout(size_t(std::max(writes, 1) * n16) * 16);
+  dout.poison();
+  ASSERT_TRUE(bench::launch_stream_bytes(nullptr, din.get(), dout.get(), n16, reads, writes).ok());
+  const std::vector<uint32_t> got = dout.download<uint32_t>();
+  for (int w = 0; w < writes; ++w)
+    for (int64_t i = 0; i < n16 * 4; ++i) {
+      uint32_t want = 0;
+      for (int r = 0; r < reads; ++r) want ^= in[size_t(r * n16 * 4 + i)];
+      ASSERT_EQ(got[size_t(w * n16 * 4 + i)], want) << "output " << w << " word " << i / 4;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Streams, StreamPeer,
+                         ::testing::Values(std::make_tuple(1, 1, int64_t(1)),
+                                           std::make_tuple(1, 1, int64_t(4097)),
+                                           std::make_tuple(2, 1, int64_t(3 * 4096 + 5)),
+                                           std::make_tuple(2, 2, int64_t(4095)),
+                                           std::make_tuple(1, 0, int64_t(100))));
+
+TEST(StreamPeerRules, RefusesBadStreamCounts) {
+  KESTREL_REQUIRE_GPU();
+  EXPECT_FALSE(bench::launch_stream_bytes(nullptr, nullptr, nullptr, 16, 3, 1).ok());
+  EXPECT_FALSE(bench::launch_stream_bytes(nullptr, nullptr, nullptr, 16, 1, -1).ok());
+  EXPECT_FALSE(bench::launch_stream_bytes(nullptr, nullptr, nullptr, 0, 1, 1).ok());
+  bench::PeerLaunch peer;
+  EXPECT_FALSE(bench::make_stream_peer(1024, 0, 1, 1, &peer).ok());
 }
 
 }  // namespace
