@@ -51,8 +51,11 @@ struct GemmParams {
   int c_tma;     // 1: without a K split, C leaves by TMA stores (tmap_c)
   float alpha;   // global scales * 2^28 (both operands carry the decode's 2^-14)
   float alpha2;  // dual GEMM: the same for the second weight
-  float* partial;  // split-K through L2: [tile][rank][BN / 8][256] float4 accumulators
-  int* arrivals;   // split-K through L2: CTAs done per tile; zero between calls
+  float* partial;  // partials through L2: [tile][part][BN / 8][256] float4 accumulators
+  int* arrivals;   // partials through L2: parts arrived per tile; zero between calls
+  // Partials through L2 with a K tail: the last tail_stages of every tile are
+  // taken by tail_ctas CTAs after the split's (0: none).
+  int tail_stages, tail_ctas;
   // W_PACKED: the weights in stage order (common/nvfp4_weight_order.cuh),
   // [L][w_blocks][k_stages][64 x 64 B values | 64 x 8 scale codes], and the
   // second weight's (dual); sw / sw2 are then unused.
@@ -157,6 +160,45 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
   }
 }
 
+// The tiles, K stages and partial slot a CTA takes: tiles first, first +
+// stride, ... (count of them, linear: weight tile fastest, then token tile,
+// then batch), each over stages [kb_begin, kb_end).
+struct CtaWork {
+  long long first, stride;
+  int count, kb_begin, kb_end, slot;
+};
+
+// SPLIT == 1 without L2 partials: persistent CTAs over whole tiles (a CTA's
+// next tile loads while it stores the last). A cluster split: one tile, the
+// rank's share of K. Partials through L2: the first tiles * SPLIT CTAs take
+// one tile's share each of its first k_stages - tail_stages; the tail_ctas
+// after them take the last tail_stages of tiles j, j + tail_ctas, ... (the
+// SMs a split leaves idle: seed 1's 56 tiles x 2 leave 20).
+template <int SPLIT, bool SPLIT_L2>
+__device__ __forceinline__ CtaWork cta_work(const GemmParams& p, long long tiles, int tiles_n,
+                                            int tiles_m, int k_stages) {
+  auto share = [](int stages, int rank) { return int((long long)stages * rank / SPLIT); };
+  if constexpr (SPLIT_L2) {
+    const long long b = blockIdx.x, mains = tiles * SPLIT;
+    const int main_stages = k_stages - p.tail_stages;
+    if (b < mains) {
+      const int rank = int(b % SPLIT);
+      return {b / SPLIT, 1, 1, share(main_stages, rank), share(main_stages, rank + 1), rank};
+    }
+    const long long j = b - mains;
+    return {j, p.tail_ctas, int((tiles - j + p.tail_ctas - 1) / p.tail_ctas), main_stages,
+            k_stages, SPLIT};
+  } else if constexpr (SPLIT > 1) {
+    const int rank = int(ptx::cluster_ctarank());
+    const long long tile =
+        ((long long)blockIdx.z * tiles_m + blockIdx.y) * tiles_n + blockIdx.x / SPLIT;
+    return {tile, 1, 1, share(k_stages, rank), share(k_stages, rank + 1), rank};
+  } else {
+    const long long b = blockIdx.x;
+    return {b, gridDim.x, int((tiles - b + gridDim.x - 1) / gridDim.x), 0, k_stages, 0};
+  }
+}
+
 }  // namespace gemm
 
 // DUAL (the SwiGLU up-projection): a tile is 64 output columns of W1 and of
@@ -165,9 +207,10 @@ __device__ __forceinline__ void decode_stage(uint32_t w_lane, const WScales& sc,
 // 32w + 31), so each thread holds the gate and up sums of its outputs and
 // writes silu(alpha * gate) * (alpha2 * up) itself; the K splits are the
 // plain GEMM's.
-// SPLIT_L2: the SPLIT CTAs of a tile are not a cluster; they leave their
-// accumulators in L2 and the last to arrive adds them (no co-scheduling, so
-// any split fits in one wave); else a cluster adds them over DSMEM.
+// SPLIT_L2: the CTAs of a tile's parts (its SPLIT shares, and its K tail
+// if p.tail_ctas) are not a cluster; they leave their accumulators in L2 and
+// the last to arrive adds them (no co-scheduling, so any split fits in one
+// wave); else a split's cluster adds them over DSMEM.
 template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2,
           bool W_PACKED>
 __global__ void __launch_bounds__(384, 1)
@@ -191,27 +234,14 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t* empty = full + STAGES;
 
   constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
-  // SPLIT == 1: persistent CTAs take tiles blockIdx.x, + gridDim.x, ... in
-  // the order weight tile, token tile, batch (a CTA's next tile loads while
-  // it stores the last). SPLIT > 1: one tile per CTA, the grid (tile_n *
-  // SPLIT + rank, tile_m, l).
   const int tiles_n = (p.n + kRowsPerTile - 1) / kRowsPerTile, tiles_m = (p.m + BN - 1) / BN;
-  const long long n_tiles = SPLIT == 1 ? (long long)tiles_n * tiles_m * p.batches : 1;
-  const long long first_tile = SPLIT == 1 ? blockIdx.x : 0;
-  const long long tile_stride = SPLIT == 1 ? gridDim.x : 1;
+  const long long tiles = (long long)tiles_n * tiles_m * p.batches;
   auto tile_at = [&](long long t) {
-    if constexpr (SPLIT == 1)
-      return make_int3(int(t % tiles_n), int(t / tiles_n % tiles_m), int(t / tiles_n / tiles_m));
-    else
-      return make_int3(int(blockIdx.x / SPLIT), int(blockIdx.y), int(blockIdx.z));
+    return make_int3(int(t % tiles_n), int(t / tiles_n % tiles_m), int(t / tiles_n / tiles_m));
   };
-  const int crank = SPLIT == 1 ? 0
-                    : SPLIT_L2 ? int(blockIdx.x % SPLIT)
-                               : int(ptx::cluster_ctarank());
   const int k_stages = (p.k + kBK - 1) / kBK;
-  const int kb_begin = int((long long)k_stages * crank / SPLIT);
-  const int kb_end = int((long long)k_stages * (crank + 1) / SPLIT);
-  const int n_iters = kb_end - kb_begin;
+  const CtaWork work = cta_work<SPLIT, SPLIT_L2>(p, tiles, tiles_n, tiles_m, k_stages);
+  const int kb_begin = work.kb_begin, n_iters = work.kb_end - work.kb_begin;
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -278,14 +308,14 @@ __global__ void __launch_bounds__(384, 1)
       // pre-pass (launched ahead of this kernel, which may overlap it). The
       // grid never exceeds the tiles, so every CTA has a first tile.
       const int first = min(STAGES, n_iters);
-      const int3 tc0 = tile_at(first_tile);
+      const int3 tc0 = tile_at(work.first);
       for (int i = 0; i < first; ++i) load_w(i, kb_begin + i, tc0);
       ptx::griddep_wait();
       for (int i = 0; i < first; ++i) load_x(i, kb_begin + i, tc0);
       int r = first;
-      for (long long t = first_tile; t < n_tiles; t += tile_stride) {
-        const int3 tc = tile_at(t);
-        for (int i = t == first_tile ? first : 0; i < n_iters; ++i, ++r) {
+      for (int w = 0; w < work.count; ++w) {
+        const int3 tc = tile_at(work.first + w * work.stride);
+        for (int i = w == 0 ? first : 0; i < n_iters; ++i, ++r) {
           ptx::mbar_wait(&empty[r % STAGES], ((r / STAGES) + 1) & 1);
           load_w(r, kb_begin + i, tc);
           load_x(r, kb_begin + i, tc);
@@ -378,9 +408,15 @@ __global__ void __launch_bounds__(384, 1)
     // arrival for the stage they read waits for them, once it has decoded
     // the next tile's first stage.
     const bool store_lead = threadIdx.x == 128;
+    // Partials through L2: whether this CTA's part of a tile arrived last
+    // (a word past the barriers: the base's 1024-byte alignment leaves at
+    // least 16 bytes of gemm_smem_bytes' slack, the dynamic base being
+    // 16-byte aligned).
+    int* const last_flag = reinterpret_cast<int*>(empty + STAGES);
     int held_by_store = -1;
     // One tile whose first stage is at ring position r0.
-    auto consume_tile = [&](int3 tc, uint32_t r0) {
+    auto consume_tile = [&](long long tile, uint32_t r0) {
+      const int3 tc = tile_at(tile);
       const int tile_n = tc.x, tile_m = tc.y, l = tc.z;
       const int row_g = tile_n * kRowsPerTile + row_local;
       const int row_g8 = DUAL ? row_g : row_g + 8;
@@ -443,11 +479,12 @@ __global__ void __launch_bounds__(384, 1)
       constexpr int kAcc4 = kAcc / 4;
       constexpr int kHalfBytes = BN * 128;  // 64 output columns of the staged tile
       constexpr int kHalves = kRowsPerTile / 64;
-      static_assert(SPLIT == 1 ? kHalves * kHalfBytes <= S::kXStageBytes
-                               : 1024 + kHalves * kHalfBytes <= STAGES * S::kStageBytes,
+      constexpr bool kStageInHeld = SPLIT == 1 || SPLIT_L2;
+      static_assert(kStageInHeld ? kHalves * kHalfBytes <= S::kXStageBytes
+                                 : 1024 + kHalves * kHalfBytes <= STAGES * S::kStageBytes,
                     "output staging");
       const int held = int((r0 + n_iters - 1) % STAGES);
-      uint8_t* const out_tile = SPLIT == 1 ? x_smem + held * S::kXStageBytes : smem + 1024;
+      uint8_t* const out_tile = kStageInHeld ? x_smem + held * S::kXStageBytes : smem + 1024;
       auto staged_off = [&](int tok, int chunk) {
         return (chunk / 8) * kHalfBytes + tok * 128 + ((chunk % 8) ^ (tok % 8)) * 16;
       };
@@ -500,42 +537,71 @@ __global__ void __launch_bounds__(384, 1)
         }
       };
 
-      if constexpr (SPLIT > 1 && SPLIT_L2) {
-        // ---- split-K through L2: every CTA leaves its accumulators in its
-        // slot; the last of the tile's CTAs to arrive adds the slots in rank
-        // order (the cluster path's order: the same sums) and stores ----
-        const long long tile_id =
-            ((long long)l * gridDim.y + tile_m) * (gridDim.x / SPLIT) + tile_n;
-        float4* slots = reinterpret_cast<float4*>(p.partial) + tile_id * SPLIT * kAcc4 * 256;
+      if constexpr (SPLIT_L2) {
+        // ---- partials through L2: every part leaves its accumulators in its
+        // slot; the last to arrive adds the others' slots and its own
+        // registers in slot order (whoever is last: the same sums) and
+        // stores. A K tail's CTAs go on to their next tile, so the output is
+        // staged in the held stage, released after. (Measured on the H100,
+        // not kept: the last part writing no slot, the others counting theirs
+        // ready for it to wait on: seed 1 with a tail 49.3 -> 51.1 us.) ----
+        const int parts = SPLIT + (p.tail_ctas > 0);
+        float4* slots = reinterpret_cast<float4*>(p.partial) + tile * parts * kAcc4 * 256;
 #pragma unroll
         for (int a4 = 0; a4 < kAcc4; ++a4)
-          slots[((long long)crank * kAcc4 + a4) * 256 + ct] = acc4(a4);
+          slots[((long long)work.slot * kAcc4 + a4) * 256 + ct] = acc4(a4);
         __threadfence();
         ptx::named_barrier(1, 256);  // both consumer warpgroups' slots are written
-        int* last_flag = reinterpret_cast<int*>(smem);  // the drained stage buffers
         if (ct == 0) {
-          const bool last = atomicAdd(p.arrivals + tile_id, 1) == SPLIT - 1;
-          if (last) atomicExch(p.arrivals + tile_id, 0);  // ready for the next call
+          const bool last = atomicAdd(p.arrivals + tile, 1) == parts - 1;
+          if (last) atomicExch(p.arrivals + tile, 0);  // ready for the next call
           *last_flag = last;
         }
         ptx::named_barrier(1, 256);
-        if (!*last_flag) return;
-        __threadfence();
+        if (*last_flag) {
+          __threadfence();
+          // Its own part from registers where they are few enough to stay
+          // live beside the loads (bn256 spilled), else from its slot.
+          const int own = BN <= 128 ? work.slot : -1;
+          // In rounds of kRound accumulator groups (about 8 loads), every
+          // load of a round issued before any is used: stage4's stmatrix
+          // (volatile asm) orders the loads after it, so one group at a time
+          // made each an L2 round trip of its own (seed 1 +5 us); summing
+          // into the accumulators before staging them all was slower too
+          // (seed 1 +2 us, dual M512 N3072 +7 us: H100, session 27).
+          constexpr int kRound = 8 / (SPLIT + 1) > 0 ? 8 / (SPLIT + 1) : 1;
 #pragma unroll
-        for (int a4 = 0; a4 < kAcc4; ++a4) {
-          float4 sum = __ldcg(slots + (long long)a4 * 256 + ct);
+          for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
+            float4 part[kRound][SPLIT + 1];
 #pragma unroll
-          for (int r = 1; r < SPLIT; ++r) {
-            const float4 v = __ldcg(slots + ((long long)r * kAcc4 + a4) * 256 + ct);
-            sum.x += v.x;
-            sum.y += v.y;
-            sum.z += v.z;
-            sum.w += v.w;
+            for (int q = 0; q < kRound; ++q)
+#pragma unroll
+              for (int r = 0; r <= SPLIT; ++r)
+                if (a0 + q < kAcc4 && r < parts && r != own)
+                  part[q][r] = __ldcg(slots + ((long long)r * kAcc4 + a0 + q) * 256 + ct);
+#pragma unroll
+            for (int q = 0; q < kRound; ++q) {
+              if (a0 + q >= kAcc4) break;
+              float4 sum = own == 0 ? acc4(a0 + q) : part[q][0];
+#pragma unroll
+              for (int r = 1; r <= SPLIT; ++r) {
+                if (r >= parts) break;
+                const float4 v = r == own ? acc4(a0 + q) : part[q][r];
+                sum.x += v.x;
+                sum.y += v.y;
+                sum.z += v.z;
+                sum.w += v.w;
+              }
+              stage4(a0 + q, sum);
+            }
           }
-          stage4(a4, sum);
+          ptx::named_barrier(2, 256);
+          store_staged(0, BN);
+          // The staged tile's generic writes before the TMA's next writes there.
+          ptx::fence_proxy_async_smem();
+          __syncwarp();
         }
-        ptx::named_barrier(1, 256);
-        store_staged(0, BN);
+        release(held);
         return;
       }
 
@@ -550,7 +616,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int a4 = 0; a4 < kAcc4; ++a4) red[a4 * 256 + ct] = acc4(a4);
         ptx::cluster_sync();
-        const int a4_begin = crank * kPer, a4_end = min(kAcc4, a4_begin + kPer);
+        const int a4_begin = work.slot * kPer, a4_end = min(kAcc4, a4_begin + kPer);
         float4 sum[kPer];
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
@@ -600,14 +666,10 @@ __global__ void __launch_bounds__(384, 1)
         release(held);
       }
     };
-    if constexpr (SPLIT == 1) {
-      uint32_t r0 = 0;
-      for (long long tile = first_tile; tile < n_tiles; tile += tile_stride, r0 += n_iters)
-        consume_tile(tile_at(tile), r0);
-      if (store_lead) ptx::bulk_wait_read<0>();  // the last tile's store has left shared memory
-    } else {
-      consume_tile(tile_at(0), 0);
-    }
+    uint32_t r0 = 0;
+    for (int w = 0; w < work.count; ++w, r0 += n_iters)
+      consume_tile(work.first + w * work.stride, r0);
+    if (store_lead) ptx::bulk_wait_read<0>();  // the last tile's store has left shared memory
   }
 }
 

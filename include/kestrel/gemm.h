@@ -20,11 +20,16 @@ struct GemmConfig {
   // last to arrive stores) instead of forming a cluster that adds them over
   // DSMEM; no co-scheduling, so every split fits in one wave.
   bool split_l2 = false;
+  // The SMs the tiles x split_k CTAs leave idle take the last K stages of
+  // every tile (a few tiles each; the tile's parts meet in L2 as with
+  // split_l2): seed 1's 56 tiles x 2 CTAs leave 20 of 132 SMs idle. Needs
+  // tiles x split_k under the SM count.
+  bool k_tail = false;
 
-  // Whether the split goes through L2 (split_l2 means nothing without a split).
-  bool splits_through_l2() const { return split_l2 && split_k > 1; }
+  // Whether a tile's parts meet in L2 (split_l2 means nothing without a split).
+  bool partials_through_l2() const { return (split_l2 && split_k > 1) || k_tail; }
 
-  std::string describe() const;  // "bn128 s4 k1", "bn128 s4 k4 l2"
+  std::string describe() const;  // "bn128 s4 k1", "bn128 s4 k4 l2", "bn128 s5 k2 tail"
 };
 
 const std::vector<int>& gemm_block_n_choices();

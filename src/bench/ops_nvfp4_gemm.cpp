@@ -63,6 +63,7 @@ bool read_config(const Params& p, GemmConfig* cfg) {
   cfg->stages = p.integer("stages") ? int(p.integer("stages")) : d.stages;
   cfg->split_k = p.integer("split") ? int(p.integer("split")) : d.split_k;
   cfg->split_l2 = p.integer("split_l2") != 0;
+  cfg->k_tail = p.integer("tail") != 0;
   return true;
 }
 
@@ -248,6 +249,7 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   v.push_back(config_param("stages", "config: pipeline stages (0 = heuristic)"));
   v.push_back(config_param("split", "config: CTAs splitting K (0 = heuristic)"));
   v.push_back(config_param("split_l2", "config: 1 = split-K partials through L2, not a cluster"));
+  v.push_back(config_param("tail", "config: 1 = idle SMs take every tile's last K stages"));
   v.push_back({"packed",
                ParamKind::kInt,
                "0",
@@ -261,7 +263,8 @@ std::vector<std::map<std::string, std::string>> gemm_configs(const Params&) {
   for (const GemmConfig& c : gemm_config_space())
     out.push_back({{"bn", std::to_string(c.block_n)},
                    {"stages", std::to_string(c.stages)},
-                   {"split", std::to_string(c.split_k)}});
+                   {"split", std::to_string(c.split_k)},
+                   {"tail", c.k_tail ? "1" : "0"}});
   return out;
 }
 
@@ -278,7 +281,7 @@ std::function<std::vector<rt::KernelSpec>(const Params&)> gemm_kernels(bool dual
     // Packed weights carry linear scales (ops::packed_weight_view).
     const bool w_blocked = !packed && s.b_layout == ScaleLayout::kBlocked;
     std::vector<rt::KernelSpec> out{ops::gemm_kernel_spec(s.out, cfg, w_blocked, dual, packed)};
-    if (cfg.split_k > 1) {
+    if (cfg.split_k > 1 && !cfg.k_tail) {
       cfg.split_l2 = !cfg.split_l2;
       out.push_back(ops::gemm_kernel_spec(s.out, cfg, w_blocked, dual, packed));
     }

@@ -35,6 +35,7 @@ struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
   float alpha, alpha2;
   float* partial;
   int* arrivals;
+  int tail_stages, tail_ctas;
   const void* w_packed;
   const void* w2_packed;
   long long w_packed_batch;
@@ -48,12 +49,11 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
                          const TensorView& c, const GemmShape& shape, const GemmConfig& cfg,
                          cudaStream_t stream) {
   const bool dual = b2 != nullptr;
-  const bool split_l2 = cfg.splits_through_l2();
+  const bool through_l2 = cfg.partials_through_l2();
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
-  rt::LaunchShape ls = gemm_launch_shape(shape, cfg.block_n, cfg.stages, cfg.split_k, dev->sm_count,
-                                         dual, split_l2, w_packed);
-  KESTREL_RETURN_IF_ERROR(check_gemm_grid(ls));
+  rt::LaunchShape ls = gemm_launch_shape(shape, cfg, dev->sm_count, dual, w_packed);
+  KESTREL_RETURN_IF_ERROR(check_gemm_launch(shape, cfg, ls, dev->sm_count, dual));
   rt::StreamScratch x16;
   const int64_t x_rows = activation_rows(shape, cfg.block_n);
   KESTREL_RETURN_IF_ERROR(run_act_prepass(a, x_rows, stream, &x16));
@@ -97,17 +97,25 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual, w_packed), &kernel));
-  if (split_l2) {
-    // Arrival counters per tile (left zero by every call) and one slot of
-    // fp32 accumulators per CTA: 256 threads x block_n / 2.
-    const int64_t ctas = int64_t(ls.grid.x) * ls.grid.y * ls.grid.z;
+  if (through_l2) {
+    // Arrival counters per tile (left zero by every call) and a slot of
+    // fp32 accumulators per part of a tile: 256 threads x block_n / 2.
+    const int64_t tiles = gemm_tiles(shape, cfg.block_n, dual);
+    if (cfg.k_tail) {
+      const GemmKTail tail =
+          gemm_k_tail(tiles, cfg.split_k, ceil_div(shape.k, kGemmBlockK), dev->sm_count);
+      p.tail_stages = tail.stages;
+      p.tail_ctas = tail.ctas;
+
+    }
+    const int64_t parts = cfg.split_k + (p.tail_ctas > 0);
     void* arrivals = nullptr;
     void* partial = nullptr;
     KESTREL_RETURN_IF_ERROR(
-        rt::stream_workspace(stream, size_t(ctas / cfg.split_k) * sizeof(int), &arrivals));
-    KESTREL_RETURN_IF_ERROR(
-        rt::stream_workspace(stream, size_t(ctas) * 256 * (cfg.block_n / 2) * sizeof(float),
-                             &partial, rt::WorkspaceUse::kScratch));
+        rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
+        stream, size_t(tiles * parts) * 256 * (cfg.block_n / 2) * sizeof(float), &partial,
+        rt::WorkspaceUse::kScratch));
     p.arrivals = static_cast<int*>(arrivals);
     p.partial = static_cast<float*>(partial);
   }
@@ -121,9 +129,8 @@ namespace {
 
 Status fit_split_to_one_wave(const GemmShape& shape, DType out, bool w_blocked, bool dual,
                              bool w_packed, const rt::DeviceInfo* dev, GemmConfig* cfg) {
-  while (cfg->split_k > 1) {
-    const rt::LaunchShape ls = gemm_launch_shape(shape, cfg->block_n, cfg->stages, cfg->split_k,
-                                                 dev->sm_count, dual, false, w_packed);
+  while (cfg->split_k > 1 && !cfg->partials_through_l2()) {
+    const rt::LaunchShape ls = gemm_launch_shape(shape, *cfg, dev->sm_count, dual, w_packed);
     rt::Kernel kernel;
     KESTREL_RETURN_IF_ERROR(
         rt::Kernel::get(gemm_kernel_spec(out, *cfg, w_blocked, dual, w_packed), &kernel));
@@ -160,7 +167,7 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
 
 std::string GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
-         std::to_string(split_k) + (splits_through_l2() ? " l2" : "");
+         std::to_string(split_k) + (k_tail ? " tail" : split_l2 && split_k > 1 ? " l2" : "");
 }
 
 const std::vector<int>& gemm_block_n_choices() {
@@ -173,7 +180,8 @@ std::vector<GemmConfig> gemm_config_space() {
   for (int bn : gemm_block_n_choices())
     for (int s = 2; s <= 8; ++s)
       for (int k : {1, 2, 4, 8})
-        if (ops::gemm_smem_bytes(bn, s) <= ops::kGemmSmemLimit) out.push_back({bn, s, k});
+        if (ops::gemm_smem_bytes(bn, s) <= ops::kGemmSmemLimit)
+          for (bool tail : {false, true}) out.push_back({bn, s, k, false, tail});
   return out;
 }
 
@@ -194,6 +202,16 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
   while (c.split_k < 8 && tiles * c.split_k * 2 <= int64_t(sm_count) + sm_count / 8 &&
          k_stages / (c.split_k * 2) >= 8)
     c.split_k *= 2;
+  // The SMs the split leaves idle take every tile's last K stages where that
+  // shortens the longest CTA's run by a tenth or more and the split's CTAs
+  // keep 48 stages or more: the tail's parts meet in L2, which costs more
+  // than a cluster split's meeting. Measured on the H100 (session 27):
+  // M128 N7168 K16384 (64 stages per CTA) 51.1 -> 49.3 us, dual M512 N3072
+  // K7168 (56) 75.4 -> 73.5; dual M256 N3072 K4096 (32) 29.5 -> 30.3 at the
+  // best tail length, M128 N7168 K2048 (8) 17.0 -> 22.7.
+  const ops::GemmKTail tail = ops::gemm_k_tail(tiles, c.split_k, k_stages, sm_count);
+  c.k_tail = tail.ctas > 0 && tail.longest * 10 <= ops::ceil_div(k_stages, c.split_k) * 9 &&
+             k_stages / c.split_k >= 48;
   return c;
 }
 

@@ -1,6 +1,7 @@
 #include "ops/gemm_common.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 
 #include "common/nvfp4_weight_order.cuh"
@@ -134,27 +135,71 @@ Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUt
   return rt::make_tma_map(c.data, spec, out);
 }
 
-Status check_gemm_grid(const rt::LaunchShape& ls) {
+int64_t gemm_tiles(const GemmShape& s, int block_n, bool dual) {
+  return ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM) * ceil_div(s.m, block_n) * s.batches;
+}
+
+GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count) {
+  GemmKTail best;
+  const int64_t idle = int64_t(sm_count) - tiles * split_k;
+  if (idle <= 0 || k_stages < split_k + 1) return best;
+  // Each tail CTA takes up to `per` tiles; the tail length t balances per x t
+  // stages, and a stage's time for each tile it leaves in L2 before its
+  // next, against a split share of the other k_stages - t (the first best on
+  // ties).
+  const int64_t per = ceil_div(tiles, idle);
+  best.longest = INT64_MAX;
+  for (int64_t t = 1; t <= k_stages - split_k; ++t) {
+    const int64_t longest = std::max(ceil_div(k_stages - t, split_k), per * t + per - 1);
+    if (longest < best.longest) {
+      best.longest = longest;
+      best.stages = int(t);
+    }
+  }
+  best.ctas = int(ceil_div(tiles, per));
+  return best;
+}
+
+Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::LaunchShape& ls,
+                         int sm_count, bool dual) {
+  if (cfg.k_tail && gemm_k_tail(gemm_tiles(s, cfg.block_n, dual), cfg.split_k,
+                                ceil_div(s.k, kGemmBlockK), sm_count)
+                            .ctas == 0)
+    return Status::InvalidArgument(
+        "config: k_tail needs SMs the split leaves idle (tiles x split_k = " +
+        std::to_string(gemm_tiles(s, cfg.block_n, dual) * cfg.split_k) + " of " +
+        std::to_string(sm_count) + ") and at least split_k + 1 stages of 128 K values (K = " +
+        std::to_string(s.k) + ")");
+  if (cfg.partials_through_l2() && ls.grid.x == unsigned(INT32_MAX))
+    return Status::InvalidArgument("config: tiles x split_k must be under 2^31 (grid.x)");
   if (ls.grid.y > 65535)
     return Status::InvalidArgument(
-        "config: with split_k > 1 the token tiles ceil(M / block_n) = " +
+        "config: with a cluster split the token tiles ceil(M / block_n) = " +
         std::to_string(ls.grid.y) +
-        " must be at most 65535 (grid.y): take a larger block_n or split_k 1");
+        " must be at most 65535 (grid.y): take a larger block_n, split_l2 or split_k 1");
   return Status::Ok();
 }
 
-rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  int sm_count, bool dual, bool split_l2, bool w_packed) {
+rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int sm_count,
+                                  bool dual, bool w_packed) {
   rt::LaunchShape shape;
-  const int64_t tiles_n = ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM);
-  const int64_t tiles_m = ceil_div(s.m, block_n);
-  if (split_k == 1)
-    shape.grid = dim3(unsigned(std::min<int64_t>(tiles_n * tiles_m * s.batches, sm_count)));
-  else
-    shape.grid = dim3(unsigned(tiles_n * split_k), unsigned(tiles_m), unsigned(s.batches));
+  const int64_t tiles = gemm_tiles(s, cfg.block_n, dual);
+  if (cfg.partials_through_l2()) {
+    const int64_t tail = cfg.k_tail ? gemm_k_tail(tiles, cfg.split_k, ceil_div(s.k, kGemmBlockK),
+                                                  sm_count)
+                                          .ctas
+                                    : 0;
+    shape.grid = dim3(unsigned(std::min<int64_t>(tiles * cfg.split_k + tail, INT32_MAX)));
+  } else if (cfg.split_k == 1) {
+    shape.grid = dim3(unsigned(std::min<int64_t>(tiles, sm_count)));
+  } else {
+    const int64_t tiles_m = ceil_div(s.m, cfg.block_n);
+    shape.grid = dim3(unsigned(tiles / tiles_m / s.batches * cfg.split_k), unsigned(tiles_m),
+                      unsigned(s.batches));
+    shape.cluster = dim3(unsigned(cfg.split_k), 1, 1);
+  }
   shape.block = dim3(384);
-  shape.cluster = dim3(split_l2 ? 1u : unsigned(split_k), 1, 1);
-  shape.smem_bytes = size_t(gemm_smem_bytes(block_n, stages, w_packed));
+  shape.smem_bytes = size_t(gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed));
   return shape;
 }
 

@@ -49,16 +49,30 @@ Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
 // fails where C's base or strides are not 16-byte aligned.
 Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUtensorMap* out);
 
-// dual: the SwiGLU variant (64 output columns per CTA). Without a K split
-// the CTAs are persistent, one per SM at most; with one, a CTA per tile and
-// rank.
-rt::LaunchShape gemm_launch_shape(const GemmShape& s, int block_n, int stages, int split_k,
-                                  int sm_count, bool dual = false, bool split_l2 = false,
-                                  bool w_packed = false);
+// Output tiles of a launch (dual: the SwiGLU variant, 64 output columns per
+// CTA).
+int64_t gemm_tiles(const GemmShape& s, int block_n, bool dual);
 
-// A split launch holds the token tiles in grid.y (at most 65535); without a
-// split the CTAs are persistent and any M fits.
-Status check_gemm_grid(const rt::LaunchShape& ls);
+// A K tail (GemmConfig::k_tail): its last `stages` of every tile go to
+// `ctas` CTAs after the tiles x split_k; none where no SM is left idle or K
+// has fewer than split_k + 1 stages.
+struct GemmKTail {
+  int stages = 0, ctas = 0;
+  // Stages the longest-running CTA takes, the tail's or a split share's.
+  int64_t longest = 0;
+};
+GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count);
+
+// Without a K split or tail the CTAs are persistent, one per SM at most; a
+// cluster split is a CTA per tile and rank (token tiles in grid.y); parts
+// meeting in L2 are a 1-D grid, tiles x split_k CTAs and the tail's after.
+rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int sm_count,
+                                  bool dual = false, bool w_packed = false);
+
+// A cluster split holds the token tiles in grid.y (at most 65535), other
+// launches their CTAs in grid.x; a K tail needs one (cfg.k_tail).
+Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::LaunchShape& ls,
+                         int sm_count, bool dual);
 
 // The configuration a launch runs: a given one as it is; a default one (the
 // shape heuristic's) with its stages capped to what fits beside packed

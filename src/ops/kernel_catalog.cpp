@@ -1,6 +1,7 @@
 #include "ops/kernel_catalog.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "ops/gemm_common.h"
@@ -103,6 +104,11 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kBF16, {128, 5, 2, true}, true, false, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, true, true, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, false, true, true));
+  // K tails (partials through L2 without a split, and with one): the seed
+  // shapes' defaults on packed weights.
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 2, false, true}, false, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1, false, true}, false, true, true));
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 1, false, true}, true, true, false));
   append_rowwise_specs(&specs);
   for (const char* evict : {"false", "true"})
     specs.push_back(
@@ -123,10 +129,15 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
     specs.push_back(c.kernel == GemvKernel::kWgmma
                         ? gemv_wgmma_kernel_spec(DType::kF16, c, false, false)
                         : gemv_kernel_spec(DType::kF16, c, false, false, true, true));
-  // Stages only size the ring: the deepest of each tile width covers the code.
+  // Stages only size the ring: the deepest of each tile width covers the
+  // code. (A split with a K tail is the L2 split's kernel: once.)
+  std::set<std::string> seen;
   for (const GemmConfig& c : gemm_config_space()) {
     if (c.stages != gemm_max_stages(c.block_n)) continue;
-    for (bool dual : {false, true}) specs.push_back(gemm_kernel_spec(DType::kBF16, c, false, dual));
+    for (bool dual : {false, true}) {
+      rt::KernelSpec spec = gemm_kernel_spec(DType::kBF16, c, false, dual);
+      if (seen.insert(spec.entry).second) specs.push_back(std::move(spec));
+    }
   }
   return specs;
 }

@@ -121,23 +121,70 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
 // M; a split launch is a CTA per tile and rank, token tiles in grid.y.
 TEST(Nvfp4Config, GemmLaunchShapes) {
   const ops::GemmShape big{3, 1000, 4096, 1024, 0, 0};  // 32 x 63 x 3 tiles at bn16
-  const rt::LaunchShape persistent = ops::gemm_launch_shape(big, 16, 8, 1, 132);
+  const rt::LaunchShape persistent = ops::gemm_launch_shape(big, {16, 8, 1}, 132);
   EXPECT_EQ(persistent.grid.x, 132u);
   EXPECT_EQ(persistent.grid.y * persistent.grid.z, 1u);
   const ops::GemmShape few{1, 128, 1024, 1024, 0, 0};  // 8 tiles
-  EXPECT_EQ(ops::gemm_launch_shape(few, 128, 5, 1, 132).grid.x, 8u);
-  const rt::LaunchShape split = ops::gemm_launch_shape(big, 16, 8, 2, 132);
+  EXPECT_EQ(ops::gemm_launch_shape(few, {128, 5, 1}, 132).grid.x, 8u);
+  const rt::LaunchShape split = ops::gemm_launch_shape(big, {16, 8, 2}, 132);
   EXPECT_EQ(split.grid.x, 64u);
   EXPECT_EQ(split.grid.y, 63u);
   EXPECT_EQ(split.grid.z, 3u);
   EXPECT_EQ(split.cluster.x, 2u);
-  EXPECT_EQ(ops::gemm_launch_shape(big, 16, 8, 2, 132, true, true).grid.x, 128u);  // dual, l2
+  EXPECT_EQ(ops::gemm_launch_shape(big, {16, 8, 2, true}, 132, true).grid.x, 128u * 63 * 3);  // dual, l2
 
   const ops::GemmShape tall{1, 8 * 65536, 128, 64, 0, 0};
-  EXPECT_TRUE(ops::check_gemm_grid(ops::gemm_launch_shape(tall, 8, 8, 1, 132)).ok());
-  EXPECT_TRUE(ops::check_gemm_grid(ops::gemm_launch_shape(tall, 16, 8, 2, 132)).ok());
-  const Status st = ops::check_gemm_grid(ops::gemm_launch_shape(tall, 8, 8, 2, 132));
+  auto check = [&](const GemmConfig& cfg) {
+    return ops::check_gemm_launch(tall, cfg, ops::gemm_launch_shape(tall, cfg, 132), 132, false);
+  };
+  EXPECT_TRUE(check({8, 8, 1}).ok());
+  EXPECT_TRUE(check({16, 8, 2}).ok());
+  EXPECT_TRUE(check({8, 8, 2, true}).ok());  // through L2: the tiles in grid.x
+  const Status st = check({8, 8, 2});
   EXPECT_NE(st.message().find("at most 65535 (grid.y)"), std::string::npos) << st.message();
+}
+
+// A K tail: the SMs the split leaves idle take the last stages of every
+// tile, balanced against the split's shares; none without idle SMs or with
+// too few stages, and a given k_tail config then fails with a clear error.
+TEST(Nvfp4Config, GemmKTailBalancesTheIdleSms) {
+  // Seed 1, M128 N7168 K16384: 56 tiles x 2 leave 20 SMs, 3 tiles each:
+  // 16 tail stages (48, and a stage for each of the two tiles left before
+  // the next), 56 for the split's shares instead of 64.
+  const ops::GemmKTail seed1 = ops::gemm_k_tail(56, 2, 128, 132);
+  EXPECT_EQ(seed1.ctas, 19);
+  EXPECT_EQ(seed1.stages, 16);
+  EXPECT_EQ(seed1.longest, 56);
+  // Dual M512 N3072 K7168 at bn256: 96 tiles, 36 idle SMs taking 3 each.
+  const ops::GemmKTail dual = ops::gemm_k_tail(96, 1, 56, 132);
+  EXPECT_EQ(dual.ctas, 32);
+  EXPECT_EQ(dual.stages, 13);
+  EXPECT_EQ(dual.longest, 43);
+  EXPECT_EQ(ops::gemm_k_tail(66, 2, 128, 132).ctas, 0);  // no idle SM
+  EXPECT_EQ(ops::gemm_k_tail(56, 2, 2, 132).ctas, 0);    // K under split_k + 1 stages
+
+  const GemmConfig seed = gemm_default_config(128, 7168, 16384, 1, 132);
+  EXPECT_TRUE(seed.k_tail && seed.split_k == 2 && seed.partials_through_l2()) << seed.describe();
+  EXPECT_EQ(seed.describe(), "bn128 s5 k2 tail");
+  EXPECT_FALSE(gemm_default_config(4096, 4096, 4096, 1, 132).k_tail);
+  EXPECT_FALSE(gemm_default_config(16, 8192, 8192, 1, 132).k_tail);  // 64 x 2 CTAs: 4 idle
+  // Where the split's CTAs keep under 48 stages the meeting in L2 costs more
+  // than the tail saves (H100, session 27).
+  EXPECT_FALSE(gemm_default_config(128, 7168, 2048, 1, 132).k_tail);
+  EXPECT_FALSE(dual_gemm_default_config(256, 3072, 4096, 1, 132).k_tail);
+  EXPECT_TRUE(dual_gemm_default_config(512, 3072, 7168, 1, 132).k_tail);
+
+  const ops::GemmShape seed_shape{1, 128, 7168, 16384, 0, 0};
+  const GemmConfig tail{128, 5, 2, false, true};
+  const rt::LaunchShape ls = ops::gemm_launch_shape(seed_shape, tail, 132);
+  EXPECT_EQ(ls.grid.x, 56u * 2 + 19);
+  EXPECT_EQ(ls.cluster.x, 1u);
+  EXPECT_TRUE(ops::check_gemm_launch(seed_shape, tail, ls, 132, false).ok());
+  const ops::GemmShape wide{1, 128, 8448, 16384, 0, 0};  // 66 tiles x 2: no SM idle
+  const Status st = ops::check_gemm_launch(wide, tail, ops::gemm_launch_shape(wide, tail, 132),
+                                           132, false);
+  EXPECT_NE(st.message().find("k_tail needs SMs the split leaves idle"), std::string::npos)
+      << st.message();
 }
 
 // The pre-passed activations hold whole token tiles, so that no TMA box of

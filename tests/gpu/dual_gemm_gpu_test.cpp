@@ -164,6 +164,26 @@ TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
     SCOPED_TRACE(l2.describe());
     check_case(c, &l2);
   }
+  for (GemmConfig tail : {GemmConfig{128, 4, 1}, GemmConfig{256, 3, 2}, GemmConfig{24, 8, 2}}) {
+    tail.k_tail = true;
+    SCOPED_TRACE(tail.describe());
+    check_case(c, &tail);
+  }
+}
+
+// K tails over many tiles: on 132 SMs, 96 tiles of 64 columns leave 36
+// CTAs, each the last stages of 3 tiles (the dual M512 N3072 seed's
+// geometry at a smaller K), row-major and packed weights.
+TEST(DualGemmGpuConfigs, KTailTakesTheLastStagesOfManyTiles) {
+  KESTREL_REQUIRE_GPU();
+  for (bool packed : {false, true}) {
+    const DualCase c{40,          6144 - 8, 2048, packed, ScaleLayout::kBlocked,
+                     ScaleLayout::kLinear, DType::kBF16, packed};
+    for (GemmConfig cfg : {GemmConfig{48, 4, 1, false, true}, GemmConfig{48, 2, 1, false, true}}) {
+      SCOPED_TRACE(cfg.describe());
+      check_case(c, &cfg);
+    }
+  }
 }
 
 TEST(DualGemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
@@ -171,7 +191,8 @@ TEST(DualGemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
   const DualCase c{200,         328, 2048 + 64, false, ScaleLayout::kLinear, ScaleLayout::kLinear,
                    DType::kF16, true};
   for (GemmConfig cfg :
-       {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true}}) {
+       {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true},
+        GemmConfig{128, 4, 1, false, true}}) {
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }

@@ -191,9 +191,11 @@ TEST(GemmGpuConfigs, EveryConfigFamilyMatchesReference) {
       // Every tile width at its deepest pipeline; every split on two widths.
       if (cfg.stages != deepest[cfg.block_n]) continue;
       if (cfg.split_k != 1 && cfg.block_n != 16 && cfg.block_n != 128) continue;
+      // K tails on splits of 1 and 2 (wider splits leave no SM idle here).
+      if (cfg.k_tail && cfg.split_k > 2) continue;
       SCOPED_TRACE(cfg.describe());
       check_case(c, &cfg);
-      if (cfg.split_k == 1) continue;
+      if (cfg.split_k == 1 || cfg.k_tail) continue;
       GemmConfig l2 = cfg;  // the same split through L2 instead of a cluster
       l2.split_l2 = true;
       SCOPED_TRACE(l2.describe());
@@ -219,8 +221,46 @@ TEST(GemmGpuConfigs, PersistentCtasTakeManyTiles) {
     }
 }
 
+// K tails: the CTAs a launch leaves idle take the last stages of several
+// tiles each, their parts meeting the split's in L2 (on 132 SMs: 100 tiles
+// leave 32 CTAs the last 4 of 20 stages of 4 tiles each; 50 tiles split 2
+// leave 25 taking 2 tiles; 50 tiles unsplit, one each), tails longer than
+// the ring and shorter, packed and row-major weights, M = 1 and ragged
+// shapes, fp16 and bf16. check_case runs each twice: the sums' order is
+// fixed whichever part arrives last.
+TEST(GemmGpuConfigs, KTailTakesTheLastStagesOfManyTiles) {
+  KESTREL_REQUIRE_GPU();
+  using L = ScaleLayout;
+  const std::pair<GemmCase, std::vector<GemmConfig>> cases[] = {
+      {GemmCase{8, 12800, 2560, 1, false, L::kLinear, L::kLinear},
+       {GemmConfig{8, 8, 1, false, true}, GemmConfig{8, 2, 1, false, true}}},
+      {GemmCase{1, 6400 - 40, 2560, 1, true, L::kLinear, L::kBlocked, DType::kBF16},
+       {GemmConfig{8, 8, 2, false, true}}},
+      {GemmCase{77, 6400, 2560 + 64, 1, false, L::kBlocked, L::kLinear, DType::kF16, 8, 0, true},
+       {GemmConfig{96, 4, 2, false, true}, GemmConfig{96, 4, 1, false, true}}},
+  };
+  for (const auto& [c, cfgs] : cases)
+    for (const GemmConfig& cfg : cfgs) {
+      SCOPED_TRACE(cfg.describe());
+      check_case(c, &cfg);
+    }
+}
+
+// A K tail where no SM is left idle is refused with the rule, not run.
+TEST(GemmGpuConfigs, KTailWithoutIdleSmsIsAnError) {
+  KESTREL_REQUIRE_GPU();
+  const GemmCase c{8, 128 * 300, 256, 1, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
+  const Operands o = make_operands(c, 9);
+  const GemmConfig cfg{8, 8, 1, false, true};
+  Status st;
+  run_gemm(c, o, &cfg, &st);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("k_tail needs SMs the split leaves idle"), std::string::npos)
+      << st.message();
+}
+
 // Packed weights under every kind of launch: persistent tiles, K splits over
-// a cluster and through L2, the narrowest and widest token tiles.
+// a cluster and through L2, a K tail, the narrowest and widest token tiles.
 TEST(GemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
   KESTREL_REQUIRE_GPU();
   using L = ScaleLayout;
@@ -228,7 +268,7 @@ TEST(GemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
                    L::kBlocked, DType::kBF16, 0,         0, true};
   for (const GemmConfig& cfg :
        {GemmConfig{8, 8, 1}, GemmConfig{16, 6, 2}, GemmConfig{128, 5, 4, true},
-        GemmConfig{256, 3, 1}, GemmConfig{32, 8, 1}}) {
+        GemmConfig{256, 3, 1}, GemmConfig{32, 8, 1}, GemmConfig{32, 8, 1, false, true}}) {
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }
