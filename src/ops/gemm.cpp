@@ -106,7 +106,6 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
           gemm_k_tail(tiles, cfg.split_k, ceil_div(shape.k, kGemmBlockK), dev->sm_count);
       p.tail_stages = tail.stages;
       p.tail_ctas = tail.ctas;
-
     }
     const int64_t parts = cfg.split_k + (p.tail_ctas > 0);
     void* arrivals = nullptr;
