@@ -145,16 +145,31 @@ GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count
   if (idle <= 0 || k_stages < split_k + 1) return best;
   // Each tail CTA takes up to `per` tiles; the tail length t balances per x t
   // stages, and a stage's time for each tile it leaves in L2 before its
-  // next, against a split share of the other k_stages - t (the first best on
-  // ties).
+  // next, against a split share of the other k_stages - t: the longest run
+  // is max(share(t), tail(t)), share non-increasing, tail increasing. The
+  // best t (the first on ties) is where tail first reaches share, or the
+  // first t of share's run of equal values just before it (found by
+  // bisection: this runs at every launch, and k_stages reaches 2^23).
   const int64_t per = ceil_div(tiles, idle);
-  best.longest = INT64_MAX;
-  for (int64_t t = 1; t <= k_stages - split_k; ++t) {
-    const int64_t longest = std::max(ceil_div(k_stages - t, split_k), per * t + per - 1);
-    if (longest < best.longest) {
-      best.longest = longest;
-      best.stages = int(t);
+  auto share = [&](int64_t t) { return ceil_div(k_stages - t, split_k); };
+  auto tail = [&](int64_t t) { return per * t + per - 1; };
+  int64_t lo = 1, hi = k_stages - split_k + 1;  // the first t with tail(t) >= share(t), or hi
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (tail(mid) >= share(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
     }
+  }
+  best.longest = INT64_MAX;
+  if (lo > 1) {  // share's value at lo - 1, from its first t
+    best.longest = share(lo - 1);
+    best.stages = int(std::max<int64_t>(1, k_stages - split_k * best.longest));
+  }
+  if (lo <= k_stages - split_k && tail(lo) < best.longest) {
+    best.longest = tail(lo);
+    best.stages = int(lo);
   }
   best.ctas = int(ceil_div(tiles, per));
   return best;
@@ -162,12 +177,12 @@ GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count
 
 Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::LaunchShape& ls,
                          int sm_count, bool dual) {
-  if (cfg.k_tail && gemm_k_tail(gemm_tiles(s, cfg.block_n, dual), cfg.split_k,
-                                ceil_div(s.k, kGemmBlockK), sm_count)
-                            .ctas == 0)
+  const int64_t tiles = gemm_tiles(s, cfg.block_n, dual);
+  if (cfg.k_tail &&
+      gemm_k_tail(tiles, cfg.split_k, ceil_div(s.k, kGemmBlockK), sm_count).ctas == 0)
     return Status::InvalidArgument(
         "config: k_tail needs SMs the split leaves idle (tiles x split_k = " +
-        std::to_string(gemm_tiles(s, cfg.block_n, dual) * cfg.split_k) + " of " +
+        std::to_string(tiles * cfg.split_k) + " of " +
         std::to_string(sm_count) + ") and at least split_k + 1 stages of 128 K values (K = " +
         std::to_string(s.k) + ")");
   if (cfg.partials_through_l2() && ls.grid.x == unsigned(INT32_MAX))

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 
 #include "kestrel/gemm.h"
@@ -160,6 +161,26 @@ TEST(Nvfp4Config, GemmKTailBalancesTheIdleSms) {
   EXPECT_EQ(dual.ctas, 32);
   EXPECT_EQ(dual.stages, 13);
   EXPECT_EQ(dual.longest, 43);
+  // The bisection finds what trying every tail length finds (the first
+  // best on ties).
+  for (int64_t tiles : {1, 7, 56, 96, 131})
+    for (int split : {1, 2, 4, 8})
+      for (int64_t k_stages : {2, 3, 9, 16, 56, 128, 1000}) {
+        const ops::GemmKTail got = ops::gemm_k_tail(tiles, split, k_stages, 132);
+        const int64_t idle = 132 - tiles * split;
+        if (idle <= 0 || k_stages < split + 1) {
+          EXPECT_EQ(got.ctas, 0);
+          continue;
+        }
+        const int64_t per = (tiles + idle - 1) / idle;
+        int64_t best = INT64_MAX, best_t = 0;
+        for (int64_t t = 1; t <= k_stages - split; ++t) {
+          const int64_t longest = std::max((k_stages - t + split - 1) / split, per * t + per - 1);
+          if (longest < best) best = longest, best_t = t;
+        }
+        EXPECT_EQ(got.stages, best_t) << tiles << " " << split << " " << k_stages;
+        EXPECT_EQ(got.longest, best) << tiles << " " << split << " " << k_stages;
+      }
   EXPECT_EQ(ops::gemm_k_tail(66, 2, 128, 132).ctas, 0);  // no idle SM
   EXPECT_EQ(ops::gemm_k_tail(56, 2, 2, 132).ctas, 0);    // K under split_k + 1 stages
 
