@@ -207,12 +207,12 @@ __device__ __forceinline__ CtaWork cta_work(const GemmParams& p, long long tiles
 // 32w + 31), so each thread holds the gate and up sums of its outputs and
 // writes silu(alpha * gate) * (alpha2 * up) itself; the K splits are the
 // plain GEMM's.
-// SPLIT_L2: the CTAs of a tile's parts (its SPLIT shares, and its K tail
-// if p.tail_ctas) are not a cluster; they leave their accumulators in L2 and
-// the last to arrive adds them (no co-scheduling, so any split fits in one
-// wave); else a split's cluster adds them over DSMEM.
+// SPLIT_L2: the CTAs of a tile's parts (its SPLIT shares, and with K_TAIL
+// its K tail, p.tail_ctas > 0) are not a cluster; they leave their
+// accumulators in L2 and the last to arrive adds them (no co-scheduling, so
+// any split fits in one wave); else a split's cluster adds them over DSMEM.
 template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2,
-          bool W_PACKED>
+          bool W_PACKED, bool K_TAIL>
 __global__ void __launch_bounds__(384, 1)
     nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
                       const __grid_constant__ TmaMap tmap_x, const __grid_constant__ TmaMap tmap_c,
@@ -539,13 +539,14 @@ __global__ void __launch_bounds__(384, 1)
 
       if constexpr (SPLIT_L2) {
         // ---- partials through L2: every part leaves its accumulators in its
-        // slot; the last to arrive adds the others' slots and its own
-        // registers in slot order (whoever is last: the same sums) and
-        // stores. A K tail's CTAs go on to their next tile, so the output is
-        // staged in the held stage, released after. (Measured on the H100,
+        // slot; the last to arrive adds the parts in slot order (whoever is
+        // last: the same sums) and stores. A K tail's CTAs go on to their
+        // next tile, so the output is staged in the held stage, released
+        // after. (Measured on the H100,
         // not kept: the last part writing no slot, the others counting theirs
         // ready for it to wait on: seed 1 with a tail 49.3 -> 51.1 us.) ----
-        const int parts = SPLIT + (p.tail_ctas > 0);
+        static_assert(SPLIT_L2 || !K_TAIL, "a K tail meets through L2");
+        constexpr int parts = SPLIT + K_TAIL;
         float4* slots = reinterpret_cast<float4*>(p.partial) + tile * parts * kAcc4 * 256;
 #pragma unroll
         for (int a4 = 0; a4 < kAcc4; ++a4)
@@ -560,39 +561,62 @@ __global__ void __launch_bounds__(384, 1)
         ptx::named_barrier(1, 256);
         if (*last_flag) {
           __threadfence();
-          // Its own part from registers where they are few enough to stay
-          // live beside the loads (bn256 spilled), else from its slot.
-          const int own = BN <= 128 ? work.slot : -1;
-          // In rounds of kRound accumulator groups (about 8 loads), every
-          // load of a round issued before any is used: stage4's stmatrix
-          // (volatile asm) orders the loads after it, so one group at a time
-          // made each an L2 round trip of its own (seed 1 +5 us); summing
-          // into the accumulators before staging them all was slower too
-          // (seed 1 +2 us, dual M512 N3072 +7 us: H100, session 27).
-          constexpr int kRound = 8 / (SPLIT + 1) > 0 ? 8 / (SPLIT + 1) : 1;
+          if constexpr (!K_TAIL || BN > 128) {
+            // Every part from its slot (this CTA's too), in slot order: with the
+            // accumulators dead once written, ptxas issues the slot loads far
+            // ahead of the staging. Measured on the H100 (session 28) against
+            // the rounds below: a split alone through L2 (M128 N4096 K7168 k4)
+            // 26.5 -> 24.6 us, dual M512 N3072 K7168's bn256 tail 73.3 -> 71.0;
+            // seed 1's bn128 tail keeps the rounds (49.3 vs 49.8).
 #pragma unroll
-          for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
-            float4 part[kRound][SPLIT + 1];
+            for (int a4 = 0; a4 < kAcc4; ++a4) {
+              float4 sum = __ldcg(slots + (long long)a4 * 256 + ct);
 #pragma unroll
-            for (int q = 0; q < kRound; ++q)
-#pragma unroll
-              for (int r = 0; r <= SPLIT; ++r)
-                if (a0 + q < kAcc4 && r < parts && r != own)
-                  part[q][r] = __ldcg(slots + ((long long)r * kAcc4 + a0 + q) * 256 + ct);
-#pragma unroll
-            for (int q = 0; q < kRound; ++q) {
-              if (a0 + q >= kAcc4) break;
-              float4 sum = own == 0 ? acc4(a0 + q) : part[q][0];
-#pragma unroll
-              for (int r = 1; r <= SPLIT; ++r) {
-                if (r >= parts) break;
-                const float4 v = r == own ? acc4(a0 + q) : part[q][r];
+              for (int r = 1; r < parts; ++r) {
+                const float4 v = __ldcg(slots + ((long long)r * kAcc4 + a4) * 256 + ct);
                 sum.x += v.x;
                 sum.y += v.y;
                 sum.z += v.z;
                 sum.w += v.w;
               }
-              stage4(a0 + q, sum);
+              stage4(a4, sum);
+            }
+          } else {
+            // Its own part from registers (bn256's spilled beside the loads),
+            // the loads counted at run time: with the count known, ptxas
+            // hoists them all and spills.
+            const int own = work.slot, loaded_parts = SPLIT + (p.tail_ctas > 0);
+            // In rounds of kRound accumulator groups (about 8 loads), every
+            // load of a round issued before any is used: stage4's stmatrix
+            // (volatile asm) orders the loads after it, so one group at a time
+            // made each an L2 round trip of its own (seed 1 +5 us); summing
+            // into the accumulators before staging them all was slower too
+            // (seed 1 +2 us, dual M512 N3072 +7 us: H100, session 27).
+            constexpr int kRound = 8 / (SPLIT + 1) > 0 ? 8 / (SPLIT + 1) : 1;
+#pragma unroll
+            for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
+              float4 part[kRound][SPLIT + 1];
+#pragma unroll
+              for (int q = 0; q < kRound; ++q)
+#pragma unroll
+                for (int r = 0; r <= SPLIT; ++r)
+                  if (a0 + q < kAcc4 && r < loaded_parts && r != own)
+                    part[q][r] = __ldcg(slots + ((long long)r * kAcc4 + a0 + q) * 256 + ct);
+#pragma unroll
+              for (int q = 0; q < kRound; ++q) {
+                if (a0 + q >= kAcc4) break;
+                float4 sum = own == 0 ? acc4(a0 + q) : part[q][0];
+#pragma unroll
+                for (int r = 1; r <= SPLIT; ++r) {
+                  if (r >= loaded_parts) break;
+                  const float4 v = r == own ? acc4(a0 + q) : part[q][r];
+                  sum.x += v.x;
+                  sum.y += v.y;
+                  sum.z += v.z;
+                  sum.w += v.w;
+                }
+                stage4(a0 + q, sum);
+              }
             }
           }
           ptx::named_barrier(2, 256);

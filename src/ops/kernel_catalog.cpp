@@ -130,7 +130,7 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
                         ? gemv_wgmma_kernel_spec(DType::kF16, c, false, false)
                         : gemv_kernel_spec(DType::kF16, c, false, false, true, true));
   // Stages only size the ring: the deepest of each tile width covers the
-  // code. (A split with a K tail is the L2 split's kernel: once.)
+  // code. (A K tail compiles the same with split_l2 on or off: once.)
   std::set<std::string> seen;
   for (const GemmConfig& c : gemm_config_space()) {
     if (c.stages != gemm_max_stages(c.block_n)) continue;

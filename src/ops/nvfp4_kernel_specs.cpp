@@ -36,7 +36,8 @@ rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked
           std::string("kestrel::nvfp4_gemm_kernel<") + half_type(out) + ", " +
               std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) + ", " +
               std::to_string(cfg.split_k) + ", " + flag(w_blocked) + ", " + flag(dual) + ", " +
-              flag(cfg.partials_through_l2()) + ", " + flag(w_packed) + ">",
+              flag(cfg.partials_through_l2()) + ", " + flag(w_packed) + ", " + flag(cfg.k_tail) +
+              ">",
           {}};
 }
 
