@@ -233,6 +233,7 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStage);
   uint64_t* empty = full + STAGES;
 
+  static_assert(SPLIT_L2 || !K_TAIL, "a K tail meets through L2");
   constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
   const int tiles_n = (p.n + kRowsPerTile - 1) / kRowsPerTile, tiles_m = (p.m + BN - 1) / BN;
   const long long tiles = (long long)tiles_n * tiles_m * p.batches;
@@ -542,10 +543,9 @@ __global__ void __launch_bounds__(384, 1)
         // slot; the last to arrive adds the parts in slot order (whoever is
         // last: the same sums) and stores. A K tail's CTAs go on to their
         // next tile, so the output is staged in the held stage, released
-        // after. (Measured on the H100,
-        // not kept: the last part writing no slot, the others counting theirs
-        // ready for it to wait on: seed 1 with a tail 49.3 -> 51.1 us.) ----
-        static_assert(SPLIT_L2 || !K_TAIL, "a K tail meets through L2");
+        // after. (Measured on the H100, not kept: the last part writing no
+        // slot, the others counting theirs ready for it to wait on: seed 1
+        // with a tail 49.3 -> 51.1 us.) ----
         constexpr int parts = SPLIT + K_TAIL;
         float4* slots = reinterpret_cast<float4*>(p.partial) + tile * parts * kAcc4 * 256;
 #pragma unroll
