@@ -84,7 +84,7 @@ struct OpInfo {
   // The kernel's configuration space at the given parameters (a shape may
   // limit it) as parameter overrides, one map per configuration, for
   // `kestrel tune`; empty when the op has no knobs.
-  std::function<std::vector<std::map<std::string, std::string>>(const Params&)> configs;
+  std::function<std::vector<std::map<std::string, std::string>>(const Params&)> configs = nullptr;
   // The kernels a call with these parameters (a configuration of `configs`
   // included) launches, so that `kestrel tune` can compile them all ahead in
   // parallel. Best effort: a kernel left out compiles at its first launch.
