@@ -101,12 +101,9 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
     // Arrival counters per tile (left zero by every call) and a slot of
     // fp32 accumulators per part of a tile: 256 threads x block_n / 2.
     const int64_t tiles = gemm_tiles(shape, cfg.block_n, dual);
-    if (cfg.k_tail) {
-      const GemmKTail tail =
-          gemm_k_tail(tiles, cfg.split_k, ceil_div(shape.k, kGemmBlockK), dev->sm_count);
-      p.tail_stages = tail.stages;
-      p.tail_ctas = tail.ctas;
-    }
+    const GemmKTail tail = gemm_config_k_tail(shape, cfg, dev->sm_count, dual);
+    p.tail_stages = tail.stages;
+    p.tail_ctas = tail.ctas;
     const int64_t parts = cfg.split_k + (p.tail_ctas > 0);
     void* arrivals = nullptr;
     void* partial = nullptr;

@@ -175,14 +175,18 @@ GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count
   return best;
 }
 
+GemmKTail gemm_config_k_tail(const GemmShape& s, const GemmConfig& cfg, int sm_count, bool dual) {
+  if (!cfg.k_tail) return {};
+  return gemm_k_tail(gemm_tiles(s, cfg.block_n, dual), cfg.split_k, ceil_div(s.k, kGemmBlockK),
+                     sm_count);
+}
+
 Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::LaunchShape& ls,
                          int sm_count, bool dual) {
-  const int64_t tiles = gemm_tiles(s, cfg.block_n, dual);
-  if (cfg.k_tail &&
-      gemm_k_tail(tiles, cfg.split_k, ceil_div(s.k, kGemmBlockK), sm_count).ctas == 0)
+  if (cfg.k_tail && gemm_config_k_tail(s, cfg, sm_count, dual).ctas == 0)
     return Status::InvalidArgument(
         "config: k_tail needs SMs the split leaves idle (tiles x split_k = " +
-        std::to_string(tiles * cfg.split_k) + " of " +
+        std::to_string(gemm_tiles(s, cfg.block_n, dual) * cfg.split_k) + " of " +
         std::to_string(sm_count) + ") and at least split_k + 1 stages of 128 K values (K = " +
         std::to_string(s.k) + ")");
   if (cfg.partials_through_l2() && ls.grid.x == unsigned(INT32_MAX))
@@ -200,10 +204,7 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int
   rt::LaunchShape shape;
   const int64_t tiles = gemm_tiles(s, cfg.block_n, dual);
   if (cfg.partials_through_l2()) {
-    const int64_t tail = cfg.k_tail ? gemm_k_tail(tiles, cfg.split_k, ceil_div(s.k, kGemmBlockK),
-                                                  sm_count)
-                                          .ctas
-                                    : 0;
+    const int64_t tail = gemm_config_k_tail(s, cfg, sm_count, dual).ctas;
     shape.grid = dim3(unsigned(std::min<int64_t>(tiles * cfg.split_k + tail, INT32_MAX)));
   } else if (cfg.split_k == 1) {
     shape.grid = dim3(unsigned(std::min<int64_t>(tiles, sm_count)));

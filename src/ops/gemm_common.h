@@ -62,6 +62,8 @@ struct GemmKTail {
   int64_t longest = 0;
 };
 GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count);
+// The K tail a launch with this configuration takes: none unless cfg.k_tail.
+GemmKTail gemm_config_k_tail(const GemmShape& s, const GemmConfig& cfg, int sm_count, bool dual);
 
 // Without a K split or tail the CTAs are persistent, one per SM at most; a
 // cluster split is a CTA per tile and rank (token tiles in grid.y); parts
