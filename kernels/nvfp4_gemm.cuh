@@ -643,13 +643,15 @@ __global__ void __launch_bounds__(384, 1)
             // the loads counted at run time: with the count known, ptxas
             // hoists them all and spills.
             const int own = work.slot, loaded_parts = SPLIT + (p.tail_ctas > 0);
-            // In rounds of kRound accumulator groups (about 8 loads), every
-            // load of a round issued before any is used: stage4's stmatrix
-            // (volatile asm) orders the loads after it, so one group at a time
-            // made each an L2 round trip of its own (seed 1 +5 us); summing
-            // into the accumulators before staging them all was slower too
-            // (seed 1 +2 us, dual M512 N3072 +7 us: H100, session 27).
-            constexpr int kRound = 8 / (SPLIT + 1) > 0 ? 8 / (SPLIT + 1) : 1;
+            // In rounds of kRound accumulator groups (8 loads), every load of
+            // a round issued before any is used: stage4's stmatrix (volatile
+            // asm) orders the loads after it, so one group at a time made each
+            // an L2 round trip of its own (seed 1 +5 us); summing into the
+            // accumulators before staging them all was slower too (seed 1
+            // +2 us, dual M512 N3072 +7 us: H100, session 27). Rounds of 4
+            // loads were 0.6 us slower at seed 1 (1.2 unpacked), of 16 (which
+            // spill) 1.7 us slower (H100, session 30).
+            constexpr int kRound = 8 / SPLIT;
 #pragma unroll
             for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
               float4 part[kRound][SPLIT + 1];
