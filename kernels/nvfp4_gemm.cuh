@@ -580,7 +580,6 @@ __global__ void __launch_bounds__(384, 1)
           ptx::named_barrier(1, 256);
           if (*last_flag) {
             if (ct == 0) p.arrivals[tile] = 0;  // ready for the next call
-            __threadfence();
             const int other = 1 - work.slot;
             // In rounds of 16 loads, each round issued before any is used
             // (stage4's stmatrix orders later loads after it); the sum in slot
@@ -608,16 +607,18 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int a4 = 0; a4 < kAcc4; ++a4)
           slots[((long long)work.slot * kAcc4 + a4) * 256 + ct] = acc4(a4);
-        __threadfence();
-        ptx::named_barrier(1, 256);  // both consumer warpgroups' slots are written
+        // Both consumer warpgroups' slots are written before thread 0's
+        // release; its acquire, then the barrier, orders every thread's slot
+        // loads after the other parts' writes (no fence per thread).
+        ptx::named_barrier(1, 256);
         if (ct == 0) {
-          const bool last = atomicAdd(p.arrivals + tile, 1) == parts - 1;
-          if (last) atomicExch(p.arrivals + tile, 0);  // ready for the next call
+          unsigned* const arrivals = reinterpret_cast<unsigned*>(p.arrivals + tile);
+          const bool last = ptx::atom_add_acq_rel_gpu(arrivals, 1u) == unsigned(parts - 1);
+          if (last) *arrivals = 0u;  // ready for the next call
           *last_flag = last;
         }
         ptx::named_barrier(1, 256);
         if (*last_flag) {
-          __threadfence();
           if constexpr (!K_TAIL || BN > 128) {
             // Every part from its slot (this CTA's too), in slot order: with the
             // accumulators dead once written, ptxas issues the slot loads far
