@@ -152,7 +152,7 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   *cfg = given ? *given : heuristic;
-  if (!given && w_packed) cfg->stages = std::min(cfg->stages, gemm_max_stages(cfg->block_n, true));
+  if (!given && w_packed) cfg->stages = gemm_default_stages(cfg->block_n, cfg->k_tail, true);
   KESTREL_RETURN_IF_ERROR(
       check_gemm_config(cfg->block_n, cfg->stages, cfg->split_k, dev, w_packed));
   if (given) return Status::Ok();
@@ -190,7 +190,6 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
       c.block_n = bn;
       break;
     }
-  c.stages = ops::gemm_max_stages(c.block_n);
   const int64_t tiles = ops::ceil_div(n, ops::kGemmBlockM) * ops::ceil_div(m, c.block_n) * batches;
   const int64_t k_stages = ops::ceil_div(k, ops::kGemmBlockK);
   // Split K over a cluster while the grid leaves SMs idle and each CTA keeps
@@ -208,6 +207,7 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
   const ops::GemmKTail tail = ops::gemm_k_tail(tiles, c.split_k, k_stages, sm_count);
   c.k_tail = tail.ctas > 0 && tail.longest * 10 <= ops::ceil_div(k_stages, c.split_k) * 9 &&
              k_stages / c.split_k >= 48;
+  c.stages = ops::gemm_default_stages(c.block_n, c.k_tail, false);
   return c;
 }
 

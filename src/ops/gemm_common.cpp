@@ -25,6 +25,21 @@ int gemm_max_stages(int block_n, bool w_packed) {
   return s;
 }
 
+int gemm_default_stages(int block_n, bool k_tail, bool w_packed) {
+  const int deepest = gemm_max_stages(block_n, w_packed);
+  // Every CTA asks for its whole ring at once at the start; past 4 stages
+  // of 32..128 tokens that burst costs more than the depth hides. H100,
+  // session 30, µs, 4 stages against the deepest (packed unless noted):
+  // M128 N4096 K7168 k4 l2 22.8 / 23.6 (unpacked 24.2 / 25.1), N7168 K2048
+  // k2 16.5 / 16.9, dual M256 N4096 K7168 44.1 / 45.1 (unpacked 45.8 /
+  // 47.0), dual M256 N3072 K4096 28.8 / 29.3, M64 N4096 K7168 bn64 k4 l2
+  // 18.0 / 19.7, M32 N7168 K2048 bn32 13.0 / 13.9, seed 1's tail 47.4 /
+  // 47.8. Not unpacked seed 1's tail (54.1 / 53.1); not bn16 (M16 N8192
+  // K8192 24.0 / 22.8), which has too little work per stage.
+  if (block_n < 32 || block_n > 128 || (k_tail && !w_packed)) return deepest;
+  return std::min(deepest, 4);
+}
+
 Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                      const char* c_name, GemmShape* out) {
   KESTREL_RETURN_IF_ERROR(validate_nvfp4(a, "a"));

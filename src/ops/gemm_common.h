@@ -26,6 +26,9 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // 1 KB more per stage).
 int gemm_smem_bytes(int block_n, int stages, bool w_packed = false);
 int gemm_max_stages(int block_n, bool w_packed = false);
+// The heuristic's pipeline depth: 4 stages at 32..128 tokens, except the
+// unpacked weights of a K-tail launch; otherwise as deep as fits.
+int gemm_default_stages(int block_n, bool k_tail, bool w_packed);
 
 struct GemmShape {
   int64_t batches, m, n, k;

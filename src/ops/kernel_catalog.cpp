@@ -106,7 +106,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, false, true, true));
   // K tails (partials through L2 without a split, and with one): the seed
   // shapes' defaults on packed weights.
-  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 2, false, true}, false, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2, false, true}, false, false, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1, false, true}, false, true, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 1, false, true}, true, true, false));
   append_rowwise_specs(&specs);

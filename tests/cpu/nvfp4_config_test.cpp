@@ -104,6 +104,26 @@ TEST(Nvfp4Config, PackedWeightStagesFit) {
   EXPECT_EQ(ops::gemm_max_stages(192), 4);
 }
 
+// The pipeline depths BENCHMARKS.md measured (session 30): 4 stages at
+// 32..128 tokens but for unpacked weights under a K tail; the deepest ring
+// that fits elsewhere.
+TEST(Nvfp4Config, GemmDefaultStagesFollowTheMeasurements) {
+  for (int bn : {32, 48, 64, 96, 128})
+    for (bool packed : {false, true}) {
+      EXPECT_EQ(ops::gemm_default_stages(bn, false, packed), 4) << "bn" << bn;
+      EXPECT_EQ(ops::gemm_default_stages(bn, true, true), 4) << "bn" << bn;
+    }
+  EXPECT_EQ(ops::gemm_default_stages(128, true, false), ops::gemm_max_stages(128));
+  for (int bn : {8, 16, 24, 192, 256})
+    for (bool packed : {false, true})
+      EXPECT_EQ(ops::gemm_default_stages(bn, false, packed), ops::gemm_max_stages(bn, packed))
+          << "bn" << bn;
+  EXPECT_EQ(gemm_default_config(128, 4096, 7168, 1, 132).describe(), "bn128 s4 k4");
+  EXPECT_EQ(dual_gemm_default_config(256, 4096, 7168, 1, 132).describe(), "bn128 s4 k1");
+  EXPECT_EQ(gemm_default_config(128, 7168, 16384, 1, 132).describe(), "bn128 s5 k2 tail");
+  EXPECT_EQ(gemm_default_config(16, 8192, 8192, 1, 132).describe(), "bn16 s8 k2");
+}
+
 // The dual GEMM's choice BENCHMARKS.md measured (sessions 11, 13): a second
 // tile of 128 tokens rather than a K split at M = 256; one tile of 256
 // tokens at M = 512.
