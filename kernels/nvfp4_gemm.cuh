@@ -651,7 +651,8 @@ __global__ void __launch_bounds__(384, 1)
             // accumulators before staging them all was slower too (seed 1
             // +2 us, dual M512 N3072 +7 us: H100, session 27). Rounds of 4
             // loads were 0.6 us slower at seed 1 (1.2 unpacked), of 16 (which
-            // spill) 1.7 us slower (H100, session 30).
+            // spill) 1.7 us slower, and the slots copied into the free ring by
+            // cp.async on the CTA's last tile 0.7 us slower (H100, session 30).
             constexpr int kRound = 8 / SPLIT;
 #pragma unroll
             for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
