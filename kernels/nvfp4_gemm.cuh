@@ -545,6 +545,16 @@ __global__ void __launch_bounds__(384, 1)
         }
       };
 
+      // The whole staged tile to C in generic stores, once every staging
+      // thread has passed a barrier (the caller then releases the held stage).
+      auto store_staged_tile = [&] {
+        ptx::named_barrier(2, 256);
+        store_staged(0, BN);
+        // The staged tile's generic writes before the TMA's next writes there.
+        ptx::fence_proxy_async_smem();
+        __syncwarp();
+      };
+
       if constexpr (SPLIT_L2) {
         // ---- partials through L2: every part leaves its accumulators in its
         // slot; the last to arrive adds the parts in slot order (whoever is
@@ -555,14 +565,6 @@ __global__ void __launch_bounds__(384, 1)
         // with a tail 49.3 -> 51.1 us.) ----
         constexpr int parts = SPLIT + K_TAIL;
         float4* slots = reinterpret_cast<float4*>(p.partial) + tile * parts * kAcc4 * 256;
-        // The staged tile to C, and the held stage released.
-        auto finish = [&] {
-          ptx::named_barrier(2, 256);
-          store_staged(0, BN);
-          // The staged tile's generic writes before the TMA's next writes there.
-          ptx::fence_proxy_async_smem();
-          __syncwarp();
-        };
         if constexpr (parts == 2) {
           // The other part already arrived: this one is last whatever happens
           // next (it never counts itself, so the other cannot be), and adds
@@ -599,7 +601,7 @@ __global__ void __launch_bounds__(384, 1)
                 stage4(a0 + q, make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w));
               }
             }
-            finish();
+            store_staged_tile();
             release(held);
             return;
           }
@@ -680,7 +682,7 @@ __global__ void __launch_bounds__(384, 1)
               }
             }
           }
-          finish();
+          store_staged_tile();
         }
         release(held);
         return;
@@ -739,11 +741,7 @@ __global__ void __launch_bounds__(384, 1)
           release(held);
         }
       } else {
-        ptx::named_barrier(2, 256);
-        store_staged(0, BN);
-        // The staged tile's generic writes before the TMA's next writes there.
-        ptx::fence_proxy_async_smem();
-        __syncwarp();
+        store_staged_tile();
         release(held);
       }
     };

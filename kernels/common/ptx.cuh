@@ -32,8 +32,9 @@ __device__ __forceinline__ unsigned ld_relaxed_gpu(const unsigned* p) {
 __device__ __forceinline__ void red_release_gpu_add(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-// Both: the add publishes what its CTA wrote before a barrier that led to
-// it, and the old value orders the adder's later reads after the others'.
+// Release and acquire in one atomic add: it publishes what its CTA wrote
+// before a barrier that led to it, and orders the adder's later reads (and,
+// past a barrier, its CTA's) after what the earlier adders published.
 __device__ __forceinline__ unsigned atom_add_acq_rel_gpu(unsigned* p, unsigned v) {
   unsigned old;
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
