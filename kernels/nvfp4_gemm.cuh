@@ -565,6 +565,46 @@ __global__ void __launch_bounds__(384, 1)
         // with a tail 49.3 -> 51.1 us.) ----
         constexpr int parts = SPLIT + K_TAIL;
         float4* slots = reinterpret_cast<float4*>(p.partial) + tile * parts * kAcc4 * 256;
+        // The last part's sum, staged: the `arrived` parts of slots 0.. in
+        // slot order, its own (slot `own`) from its registers, the others
+        // loaded in rounds of ROUND accumulator groups, every load of a round
+        // issued before any is used. stage4's stmatrix (volatile asm) orders
+        // later loads after it, so one group at a time made each an L2 round
+        // trip of its own (seed 1 +5 us); summing into the accumulators before
+        // staging them all was slower too (seed 1 +2 us, dual M512 N3072 +7
+        // us: H100, session 27).
+        auto stage_parts_in_rounds = [&](auto round, auto most_parts, int own, int arrived) {
+          constexpr int kRound = decltype(round)::value;
+          constexpr int kOthers = decltype(most_parts)::value - 1;
+#pragma unroll
+          for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
+            float4 other[kRound][kOthers];  // the j-th other slot: j, or j + 1 from own on
+#pragma unroll
+            for (int q = 0; q < kRound; ++q)
+#pragma unroll
+              for (int j = 0; j < kOthers; ++j)
+                if (a0 + q < kAcc4 && j < arrived - 1)
+                  other[q][j] =
+                      __ldcg(slots + ((long long)(j + (j >= own)) * kAcc4 + a0 + q) * 256 + ct);
+#pragma unroll
+            for (int q = 0; q < kRound; ++q) {
+              if (a0 + q >= kAcc4) break;
+              float4 sum = own == 0 ? acc4(a0 + q) : other[q][0];
+#pragma unroll
+              for (int r = 1; r <= kOthers; ++r) {
+                if (r >= arrived) break;
+                const float4 v =
+                    r == own ? acc4(a0 + q)
+                             : (r > own ? other[q][r - 1] : other[q][r < kOthers ? r : kOthers - 1]);
+                sum.x += v.x;
+                sum.y += v.y;
+                sum.z += v.z;
+                sum.w += v.w;
+              }
+              stage4(a0 + q, sum);
+            }
+          }
+        };
         if constexpr (parts == 2) {
           // The other part already arrived: this one is last whatever happens
           // next (it never counts itself, so the other cannot be), and adds
@@ -582,25 +622,8 @@ __global__ void __launch_bounds__(384, 1)
           ptx::named_barrier(1, 256);
           if (*last_flag) {
             if (ct == 0) p.arrivals[tile] = 0;  // ready for the next call
-            const int other = 1 - work.slot;
-            // In rounds of 16 loads, each round issued before any is used
-            // (stage4's stmatrix orders later loads after it); the sum in slot
-            // order.
-            constexpr int kRound = 16;
-#pragma unroll
-            for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
-              float4 v[kRound];
-#pragma unroll
-              for (int q = 0; q < kRound; ++q)
-                if (a0 + q < kAcc4) v[q] = __ldcg(slots + ((long long)other * kAcc4 + a0 + q) * 256 + ct);
-#pragma unroll
-              for (int q = 0; q < kRound; ++q) {
-                if (a0 + q >= kAcc4) break;
-                const float4 a = work.slot == 0 ? acc4(a0 + q) : v[q];
-                const float4 b = work.slot == 0 ? v[q] : acc4(a0 + q);
-                stage4(a0 + q, make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w));
-              }
-            }
+            stage_parts_in_rounds(cuda::std::integral_constant<int, 16>{},
+                                  cuda::std::integral_constant<int, 2>{}, work.slot, 2);
             store_staged_tile();
             release(held);
             return;
@@ -644,43 +667,14 @@ __global__ void __launch_bounds__(384, 1)
           } else {
             // Its own part from registers (bn256's spilled beside the loads),
             // the loads counted at run time: with the count known, ptxas
-            // hoists them all and spills.
-            const int own = work.slot, loaded_parts = SPLIT + (p.tail_ctas > 0);
-            // In rounds of kRound accumulator groups (8 loads), every load of
-            // a round issued before any is used: stage4's stmatrix (volatile
-            // asm) orders the loads after it, so one group at a time made each
-            // an L2 round trip of its own (seed 1 +5 us); summing into the
-            // accumulators before staging them all was slower too (seed 1
-            // +2 us, dual M512 N3072 +7 us: H100, session 27). Rounds of 4
-            // loads were 0.6 us slower at seed 1 (1.2 unpacked), of 16 (which
-            // spill) 1.7 us slower, and the slots copied into the free ring by
-            // cp.async on the CTA's last tile 0.7 us slower (H100, session 30).
-            constexpr int kRound = 8 / SPLIT;
-#pragma unroll
-            for (int a0 = 0; a0 < kAcc4; a0 += kRound) {
-              float4 part[kRound][SPLIT + 1];
-#pragma unroll
-              for (int q = 0; q < kRound; ++q)
-#pragma unroll
-                for (int r = 0; r <= SPLIT; ++r)
-                  if (a0 + q < kAcc4 && r < loaded_parts && r != own)
-                    part[q][r] = __ldcg(slots + ((long long)r * kAcc4 + a0 + q) * 256 + ct);
-#pragma unroll
-              for (int q = 0; q < kRound; ++q) {
-                if (a0 + q >= kAcc4) break;
-                float4 sum = own == 0 ? acc4(a0 + q) : part[q][0];
-#pragma unroll
-                for (int r = 1; r <= SPLIT; ++r) {
-                  if (r >= loaded_parts) break;
-                  const float4 v = r == own ? acc4(a0 + q) : part[q][r];
-                  sum.x += v.x;
-                  sum.y += v.y;
-                  sum.z += v.z;
-                  sum.w += v.w;
-                }
-                stage4(a0 + q, sum);
-              }
-            }
+            // hoists them all and spills. Rounds of 8 / SPLIT groups: of 4
+            // loads they were 0.6 us slower at seed 1 (1.2 unpacked), of 16
+            // (which spill) 1.7 us slower, and the slots copied into the free
+            // ring by cp.async on the CTA's last tile 0.7 us slower (H100,
+            // session 30).
+            stage_parts_in_rounds(cuda::std::integral_constant<int, 8 / SPLIT>{},
+                                  cuda::std::integral_constant<int, SPLIT + 1>{}, work.slot,
+                                  SPLIT + (p.tail_ctas > 0));
           }
           store_staged_tile();
         }
