@@ -4,6 +4,8 @@
 // a configuration that fails the check or cannot launch is never ranked.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "bench/precompile.h"
 #include "bench/report.h"
@@ -17,6 +19,8 @@ namespace {
 struct TuneOptions {
   int runs = 20, warmup = 3, top = 10;
   bool no_check = false;
+  std::string save;  // tuning table file to put the fastest configuration in
+  int64_t check_m = 0;  // > 0: check each configuration at this many rows, not --m's
 };
 
 // The options that reproduce one configuration: "--rt 2 --warps 8".
@@ -43,6 +47,32 @@ void precompile_cases(const bench::OpInfo& op, const bench::Suite& suite) {
   std::fflush(stdout);
 }
 
+// Puts the fastest configuration into the tuning table at `path` (created
+// when missing; an entry of the same GPU, op and rows replaced).
+Status save_fastest(const bench::OpInfo& op, const bench::Params& best, double us,
+                    double heuristic_us, const std::string& path) {
+  ops::TuningTable table;
+  if (std::ifstream f{path}) {
+    std::stringstream text;
+    text << f.rdbuf();
+    KESTREL_RETURN_IF_ERROR(ops::TuningTable::parse(text.str(), "'" + path + "'", &table));
+  }
+  ops::RowwiseTuned e;
+  KESTREL_RETURN_IF_ERROR(op.tuned_entry(best, &e));
+  e.us = us;
+  e.heuristic_us = heuristic_us;
+  table.put(e);
+  std::ofstream out{path};
+  out << table.to_json();
+  out.close();
+  if (!out) return Status::Internal("--save: cannot write '" + path + "'");
+  std::printf("saved: %s %s n=%lld %s%s%s: %s in %s\n", e.key.gpu.c_str(),
+              rowwise_op_name(e.key.op), static_cast<long long>(e.key.n),
+              ops::row_access_name(e.key.access), e.key.variant.empty() ? "" : " ",
+              e.key.variant.c_str(), e.config.describe().c_str(), path.c_str());
+  return Status::Ok();
+}
+
 int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   const OpCommands::Entry* e = ops.parsed();
   if (!e) return fail(kExitUsage, "tune: name an op (kestrel list shows the ops)");
@@ -53,6 +83,11 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   Status s = bench::lookup_op(bench::builtin_registry(), e->op, &op);
   if (!s.ok()) return fail(exit_code_of(s), s.message());
   if (!op->configs) return fail(kExitUsage, "tune: op '" + e->op + "' has no configuration space");
+  if (!o.save.empty() && !op->tuned_entry)
+    return fail(kExitUsage, "--save: op '" + e->op + "' has no tuning table entries yet");
+  // Only checked configurations go into a table.
+  if (!o.save.empty() && o.no_check)
+    return fail(kExitUsage, "--save: needs every configuration checked (drop --no-check)");
   bench::Params given;
   s = bench::resolve_params(*op, e->values, &given);
   if (!s.ok()) return fail(kExitUsage, s.message());
@@ -71,32 +106,53 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
                   "tune: configuration " + as_options(cfg) + " is not a valid parameter set");
     suite.cases.push_back({e->op, values, as_options(cfg)});
   }
+  if (o.check_m > 0 && std::none_of(op->params.begin(), op->params.end(),
+                                     [](const bench::ParamSpec& p) { return p.name == "m"; }))
+    return fail(kExitUsage, "--check-m: op '" + e->op + "' has no m parameter");
   if (!require_gpu()) return kExitFailure;
   precompile_cases(*op, suite);
 
   bench::RunOptions ro;
   ro.timer.runs = o.runs;
   ro.timer.warmup = o.warmup;
-  ro.check = !o.no_check;
+  ro.check = !o.no_check && o.check_m == 0;
   ro.peers = false;
   std::unique_ptr<bench::Runner> runner;
   s = bench::Runner::create(ro, &runner);
   if (!s.ok()) return fail(kExitFailure, s.to_string());
   std::vector<bench::ResultRow> rows = runner->run_suite(suite);
   for (size_t i = 0; i < rows.size(); ++i) rows[i].shape = suite.cases[i].label;
+  if (!o.no_check && o.check_m > 0) {
+    // The same kernels on fewer rows: the float64 reference of the timed
+    // shape can take seconds per configuration.
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto values = suite.cases[i].params;
+      values["m"] = std::to_string(o.check_m);
+      bench::Params p;
+      bench::CheckReport report;
+      Status cs = bench::resolve_params(*op, values, &p);
+      if (cs.ok()) cs = bench::run_check(*op, p, runner->env(), &report);
+      rows[i].check = cs.ok() && report.pass ? "pass" : "FAIL";
+      if (rows[i].check == "FAIL")
+        std::printf("%s at m=%lld: %s\n", suite.cases[i].label.c_str(),
+                    static_cast<long long>(o.check_m),
+                    cs.ok() ? report.detail.c_str() : cs.to_string().c_str());
+    }
+  }
 
-  std::vector<bench::ResultRow> ranked;
+  std::vector<size_t> order;  // the ranked cases' indices, fastest first
   int failed = 0;
-  for (const auto& r : rows) {
-    if (r.state == bench::RowState::kOk && r.check != "FAIL") {
-      ranked.push_back(r);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].state == bench::RowState::kOk && rows[i].check != "FAIL") {
+      order.push_back(i);
     } else {
       ++failed;
     }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const bench::ResultRow& a, const bench::ResultRow& b) {
-    return a.time_us < b.time_us;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return rows[a].time_us < rows[b].time_us; });
+  std::vector<bench::ResultRow> ranked;
+  for (size_t i : order) ranked.push_back(rows[i]);
   if (int(ranked.size()) > o.top) ranked.resize(size_t(o.top));
   std::printf("# kestrel tune %s (%zu configurations, %d not ranked: failed check or launch)\n\n",
               e->op.c_str(), configs.size(), failed);
@@ -104,7 +160,16 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   if (!ranked.empty()) std::printf("\nbest: %s\n", ranked.front().shape.c_str());
   for (const auto& r : rows)
     if (r.check == "FAIL") std::printf("check FAILED: %s\n", r.shape.c_str());
-  return rows.front().check == "FAIL" ? kExitFailure : kExitOk;
+  if (rows.front().check == "FAIL") return kExitFailure;
+  if (!o.save.empty()) {
+    if (order.empty() || rows.front().state != bench::RowState::kOk)
+      return fail(kExitFailure, "--save: the heuristic's call or every configuration failed");
+    bench::Params best;
+    s = bench::resolve_params(*op, suite.cases[order.front()].params, &best);
+    if (s.ok()) s = save_fastest(*op, best, rows[order.front()].time_us, rows.front().time_us, o.save);
+    if (!s.ok()) return fail(exit_code_of(s), s.to_string());
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -122,6 +187,14 @@ Command tune_command(CLI::App& app) {
                 "time without checking each configuration first (the float64 reference of a "
                 "large GEMM takes seconds per configuration; the GPU tests cover every "
                 "configuration family on small shapes)");
+  sub->add_option("--check-m", o->check_m,
+                  "check each configuration at this many rows instead of --m's (the same "
+                  "kernels; the float64 reference of a large shape takes seconds per "
+                  "configuration); 0: at --m")
+      ->capture_default_str();
+  sub->add_option("--save", o->save,
+                  "put the fastest configuration into this tuning table file (created when "
+                  "missing); the ops read the table KESTREL_TUNING_TABLE names");
   auto ops = add_op_commands(sub, true);
   return {sub, [o, sub, ops] { return run_tune(*o, sub, *ops); }};
 }

@@ -40,7 +40,11 @@ enum class RowwiseOp {
 };
 const char* rowwise_op_name(RowwiseOp op);  // "rmsnorm_fwd", ...
 
-// How a row is spread over the GPU (for tuning). A CTA of `threads` threads
+// How a row is spread over the GPU (for tuning). A call given none takes the
+// tuning table's configuration for its GPU, op, dtype, N, row alignment and
+// options (the file $KESTREL_TUNING_TABLE names, written by `kestrel tune
+// --save`; read once per process), where the table has one and the call's
+// rows fill the GPU with it; else the heuristic's. A CTA of `threads` threads
 // holds threads / threads_per_row rows; a row is split over `cluster` CTAs
 // (cross_entropy_bwd, which reduces nothing, splits over independent CTAs).
 // Each thread then holds ceil(N / (cluster * threads_per_row * vec)) 16-byte
@@ -85,7 +89,7 @@ struct Workspace {
 // ---- RMSNorm ----
 struct RmsNormOptions {
   float eps = 1e-6f;
-  const RowwiseConfig* config = nullptr;  // nullptr: the heuristic
+  const RowwiseConfig* config = nullptr;  // nullptr: tuning table or heuristic
   Workspace workspace;                    // rmsnorm_bwd with a weight only
 };
 

@@ -19,6 +19,7 @@
 #include "bench/sol.h"
 #include "bench/timer.h"
 #include "kestrel/status.h"
+#include "ops/tuning_table.h"
 #include "runtime/device.h"
 #include "runtime/kernel_spec.h"
 
@@ -89,6 +90,10 @@ struct OpInfo {
   // included) launches, so that `kestrel tune` can compile them all ahead in
   // parallel. Best effort: a kernel left out compiles at its first launch.
   std::function<std::vector<rt::KernelSpec>(const Params&)> kernels = nullptr;
+  // The tuning table's entry for a call with these parameters (a
+  // configuration of `configs`, or none: the op's own pick), for `kestrel
+  // tune --save`; null where the op has no table entries.
+  std::function<Status(const Params&, ops::RowwiseTuned*)> tuned_entry = nullptr;
 };
 
 class OpRegistry {

@@ -512,26 +512,47 @@ Status bench_xent(const Params& p, const OpEnv& env, BenchCase* out, bool backwa
                      });
 }
 
+// The plan of a call with these parameters as the ops make it for the
+// bench's dense rows from a 16-byte boundary (rmsnorm_bwd takes no shifted
+// path); the weight here has the rows' dtype.
+Status plan_of(RowwiseOp op, const Params& p, ops::RowPlan* plan, ops::RowVariant* variant,
+               Shape* s) {
+  KESTREL_RETURN_IF_ERROR(read_shape(p, s));
+  const MaybeConfig c = read_config(p);
+  const bool rmsnorm = op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kRmsNormBwd;
+  *variant = {op == RowwiseOp::kRmsNormFwd && p.text("residual") == "yes",
+              rmsnorm && p.text("weight") == "yes", s->t};
+  variant->smoothing = p.values().count("smoothing") && p.real("smoothing") != 0.0;
+  const TensorView rows = TensorView::dense(reinterpret_cast<void*>(256), s->t, {s->m, s->n});
+  return ops::plan_rows(op, s->m, s->n, s->t, c.get(),
+                        ops::row_access({rows}, op != RowwiseOp::kRmsNormBwd), plan, *variant);
+}
+
 // The row kernel a call with these parameters runs, for `kestrel tune` to
-// compile ahead (OpInfo::kernels). It plans as the ops do for the bench's
-// dense rows from a 16-byte boundary (rmsnorm_bwd takes no shifted path);
-// the weight here has the rows' dtype.
+// compile ahead (OpInfo::kernels).
 std::function<std::vector<rt::KernelSpec>(const Params&)> kernels_of(RowwiseOp op) {
   return [op](const Params& p) -> std::vector<rt::KernelSpec> {
-    Shape s;
-    if (!read_shape(p, &s).ok()) return {};
-    const MaybeConfig c = read_config(p);
-    const bool rmsnorm = op == RowwiseOp::kRmsNormFwd || op == RowwiseOp::kRmsNormBwd;
-    const bool weighted = rmsnorm && p.text("weight") == "yes";
-    const bool residual = op == RowwiseOp::kRmsNormFwd && p.text("residual") == "yes";
-    const TensorView rows = TensorView::dense(reinterpret_cast<void*>(256), s.t, {s.m, s.n});
-    const ops::RmsNormVariant variant{residual, weighted, s.t};
     ops::RowPlan plan;
-    if (!ops::plan_rows(op, s.m, s.n, s.t, c.get(),
-                        ops::row_access({rows}, op != RowwiseOp::kRmsNormBwd), &plan, variant)
-             .ok())
-      return {};
+    ops::RowVariant variant;
+    Shape s;
+    if (!plan_of(op, p, &plan, &variant, &s).ok()) return {};
     return {ops::rowwise_kernel_spec(op, s.t, plan, variant)};
+  };
+}
+
+// The tuning table's entry for these parameters (OpInfo::tuned_entry).
+std::function<Status(const Params&, ops::RowwiseTuned*)> tuned_entry_of(RowwiseOp op) {
+  return [op](const Params& p, ops::RowwiseTuned* out) -> Status {
+    ops::RowPlan plan;
+    ops::RowVariant variant;
+    Shape s;
+    KESTREL_RETURN_IF_ERROR(plan_of(op, p, &plan, &variant, &s));
+    const rt::DeviceInfo* dev = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+    out->key = {dev->name, op, s.t, s.n, plan.access, variant.tuning_variant()};
+    out->config = plan.cfg;
+    out->tuned_m = s.m;
+    return Status::Ok();
   };
 }
 
@@ -593,7 +614,7 @@ void register_rowwise_ops(OpRegistry& reg) {
                     {"yes", "no"}},
                    rpt}),
            check_rmsnorm_fwd, bench_rmsnorm_fwd, configs_of(RowwiseOp::kRmsNormFwd),
-           kernels_of(RowwiseOp::kRmsNormFwd)});
+           kernels_of(RowwiseOp::kRmsNormFwd), tuned_entry_of(RowwiseOp::kRmsNormFwd)});
   reg.add({"rmsnorm_bwd", kFamily,
            "dx and (deterministic, fp32) dweight of RMSNorm from dy, x, w, rstd",
            common({weight,
@@ -604,32 +625,32 @@ void register_rowwise_ops(OpRegistry& reg) {
                     {}},
                    rpt}),
            check_rmsnorm_bwd, bench_rmsnorm_bwd, configs_of(RowwiseOp::kRmsNormBwd),
-           kernels_of(RowwiseOp::kRmsNormBwd)});
+           kernels_of(RowwiseOp::kRmsNormBwd), tuned_entry_of(RowwiseOp::kRmsNormBwd)});
   reg.add(
       {"softmax_fwd", kFamily, "y = softmax(x) along rows", common({rpt}),
        [](const Params& p, const OpEnv& e, CheckReport* o) {
          return check_softmax(p, e, o, false);
        },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, false); },
-       configs_of(RowwiseOp::kSoftmaxFwd), kernels_of(RowwiseOp::kSoftmaxFwd)});
+       configs_of(RowwiseOp::kSoftmaxFwd), kernels_of(RowwiseOp::kSoftmaxFwd), tuned_entry_of(RowwiseOp::kSoftmaxFwd)});
   reg.add(
       {"softmax_bwd", kFamily, "dx = y * (dy - sum(dy * y)) along rows", common({}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_softmax(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, true); },
-       configs_of(RowwiseOp::kSoftmaxBwd), kernels_of(RowwiseOp::kSoftmaxBwd)});
+       configs_of(RowwiseOp::kSoftmaxBwd), kernels_of(RowwiseOp::kSoftmaxBwd), tuned_entry_of(RowwiseOp::kSoftmaxBwd)});
   reg.add(
       {"cross_entropy_fwd", kFamily,
        "loss (fp32, torch semantics) and lse[M] from logits[M][V] and int64 targets",
        common({reduction, smoothing}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, false); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, false); },
-       configs_of(RowwiseOp::kCrossEntropyFwd), kernels_of(RowwiseOp::kCrossEntropyFwd)});
+       configs_of(RowwiseOp::kCrossEntropyFwd), kernels_of(RowwiseOp::kCrossEntropyFwd), tuned_entry_of(RowwiseOp::kCrossEntropyFwd)});
   reg.add(
       {"cross_entropy_bwd", kFamily, "dlogits from dloss, logits, targets and the saved lse",
        common({reduction, smoothing, total_weight}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, true); },
-       configs_of(RowwiseOp::kCrossEntropyBwd), kernels_of(RowwiseOp::kCrossEntropyBwd)});
+       configs_of(RowwiseOp::kCrossEntropyBwd), kernels_of(RowwiseOp::kCrossEntropyBwd), tuned_entry_of(RowwiseOp::kCrossEntropyBwd)});
 }
 
 }  // namespace kestrel::bench

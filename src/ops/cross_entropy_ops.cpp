@@ -95,6 +95,14 @@ Status count_kept(const TensorView& target, int64_t m, const CrossEntropyOptions
                 static_cast<long long>(m), static_cast<long long>(opt.ignore_index), parts);
 }
 
+// What a tuned configuration is keyed on besides the rows: the smoothed loss
+// adds a sum of the logits.
+ops::RowVariant tuning_variant(const CrossEntropyOptions& opt) {
+  ops::RowVariant v;
+  v.smoothing = opt.label_smoothing != 0.0f;
+  return v;
+}
+
 }  // namespace
 
 size_t cross_entropy_workspace_bytes(int64_t m, Reduction reduction) {
@@ -118,7 +126,7 @@ Status cross_entropy_fwd(const TensorView& logits, const TensorView& target, con
   if (m > 0) {
     RowPlan plan;
     KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kCrossEntropyFwd, m, v, logits.dtype, opt.config,
-                                      row_access({logits}, true), &plan));
+                                      row_access({logits}, true), &plan, tuning_variant(opt)));
     rt::Kernel kernel;
     KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
         rowwise_kernel_spec(RowwiseOp::kCrossEntropyFwd, logits.dtype, plan), &kernel));
@@ -147,7 +155,8 @@ Status cross_entropy_bwd(const TensorView& dloss, const TensorView& logits,
   if (m == 0) return Status::Ok();
   RowPlan plan;
   KESTREL_RETURN_IF_ERROR(plan_rows(RowwiseOp::kCrossEntropyBwd, m, v, logits.dtype, opt.config,
-                                    row_access({logits, dlogits}, true), &plan));
+                                    row_access({logits, dlogits}, true), &plan,
+                                    tuning_variant(opt)));
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       rowwise_kernel_spec(RowwiseOp::kCrossEntropyBwd, logits.dtype, plan), &kernel));

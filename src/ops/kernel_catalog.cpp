@@ -21,7 +21,7 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
   const RowwiseOp ops[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
                            RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
                            RowwiseOp::kCrossEntropyFwd, RowwiseOp::kCrossEntropyBwd};
-  auto add = [&](RowwiseOp op, DType t, int64_t n, RowAccess access, const RmsNormVariant& v) {
+  auto add = [&](RowwiseOp op, DType t, int64_t n, RowAccess access, const RowVariant& v) {
     RowPlan plan;
     plan.cfg = default_config(op, 32768, n, t, 132, v.residual, access);
     plan.vpt = vectors_per_thread(plan.cfg, n, t);
@@ -30,7 +30,7 @@ void append_rowwise_specs(std::vector<rt::KernelSpec>* specs) {
   };
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (RowwiseOp op : ops) {
-      const RmsNormVariant v{op == RowwiseOp::kRmsNormFwd, true, t};
+      const RowVariant v{op == RowwiseOp::kRmsNormFwd, true, t};
       add(op, t, 1000, kRowVector, v);
       add(op, t, 262144, kRowVector, v);
       if (t == DType::kBF16) {

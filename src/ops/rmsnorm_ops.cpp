@@ -76,7 +76,7 @@ Status fwd(const TensorView& x, const TensorView& residual, const TensorView& we
                                    std::to_string(opt.eps));
   if (m == 0) return Status::Ok();
 
-  const RmsNormVariant variant{present(residual), present(weight), weight.dtype};
+  const RowVariant variant{present(residual), present(weight), weight.dtype};
   // Rows misaligned alike may take the shifted path whatever the weight's
   // alignment: under a shift the kernel reads the weight element by element.
   RowAccess access = row_access({x, y, residual, h, weight}, false);

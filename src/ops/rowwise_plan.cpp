@@ -1,6 +1,7 @@
 #include "ops/rowwise_plan.h"
 
 #include "ops/rowwise_config.h"
+#include "ops/tuning_table.h"
 #include "ops/validate.h"
 #include "runtime/device.h"
 
@@ -92,7 +93,7 @@ rt::LaunchShape RowPlan::shape(int64_t groups, bool cluster_launch) const {
 }
 
 rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
-                                   const RmsNormVariant& v) {
+                                   const RowVariant& v) {
   auto tf = [](bool b) { return b ? std::string("true") : std::string("false"); };
   const std::string args = std::string(cuda_type(t)) + ", ";
   const std::string w = std::string(cuda_type(v.weight ? v.weight_dtype : t)) + ", ";
@@ -135,8 +136,17 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
   return {};
 }
 
+std::string RowVariant::tuning_variant() const {
+  std::string out;
+  for (const auto& [on, name] : {std::pair<bool, const char*>{residual, "residual"},
+                                 {weight, "weight"},
+                                 {smoothing, "smoothing"}})
+    if (on) out += (out.empty() ? "" : "+") + std::string(name);
+  return out;
+}
+
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 RowAccess access, RowPlan* out, const RmsNormVariant& v) {
+                 RowAccess access, RowPlan* out, const RowVariant& v) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (dev->cc_major < 9)
@@ -146,12 +156,23 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
   // A shifted row spans up to one vector more than n elements.
   const int64_t n_shifted = n + elements_per_vector(dtype) - 1;
   const int64_t n_held = access == kRowShifted ? n_shifted : n;
-  out->cfg = user ? *user : default_config(op, m, n_held, dtype, dev->sm_count, v.residual, access);
+  const TuningTable* table = nullptr;
+  if (!user) KESTREL_RETURN_IF_ERROR(active_tuning_table(&table));
+  // The tuned configuration of these rows, else the heuristic's.
+  auto pick = [&](RowAccess a, int64_t n_cap) {
+    if (!table->rowwise().empty()) {  // no key built where there is no table
+      const RowwiseTuningKey key{dev->name, op, dtype, n, a, v.tuning_variant()};
+      if (const RowwiseConfig* tuned = tuned_rowwise_config(*table, key, m, dev->sm_count))
+        return *tuned;
+    }
+    return default_config(op, m, n_cap, dtype, dev->sm_count, v.residual, a);
+  };
+  out->cfg = user ? *user : pick(access, n_held);
   out->access = access;
   if (access == kRowShifted &&
       !rowwise_config_error(op, out->cfg, n_shifted, dtype, smem_limit).empty()) {
     out->access = kRowElementwise;
-    if (!user) out->cfg = default_config(op, m, n, dtype, dev->sm_count, v.residual, out->access);
+    if (!user) out->cfg = pick(out->access, n);
   }
   const int64_t n_cap = out->access == kRowShifted ? n_shifted : n;
   const std::string err = rowwise_config_error(op, out->cfg, n_cap, dtype, smem_limit);

@@ -46,24 +46,30 @@ struct RowPlan {
   rt::LaunchShape shape(int64_t groups, bool cluster_launch = true) const;
 };
 
-// The optional parts of an RMSNorm kernel instantiation.
-struct RmsNormVariant {
-  bool residual = false;  // forward only
-  bool weight = false;
+// The optional parts of a row-wise call: RMSNorm's kernel instantiation, and
+// what else a tuned configuration is keyed on.
+struct RowVariant {
+  bool residual = false;  // rmsnorm_fwd only
+  bool weight = false;    // rmsnorm
   DType weight_dtype = DType::kF32;  // when weight
+  bool smoothing = false;  // cross-entropy: label smoothing (the tuning key only)
+
+  // The tuning key's variant: "residual", "weight", "smoothing" joined by '+'.
+  std::string tuning_variant() const;
 };
 
 // The kernel of `op` for element type t under `plan` (the finishing kernels of
 // rmsnorm_bwd and the cross-entropy reductions are not row kernels).
 rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
-                                   const RmsNormVariant& v = {});
+                                   const RowVariant& v = {});
 
-// Checks the configuration (the caller's, or the heuristic's when `user` is
-// null) against n, dtype and the device, and fills the plan (`v`: the RMSNorm
+// Checks the configuration (the caller's; when `user` is null, the tuning
+// table's for this GPU, op, row shape and variant, else the heuristic's)
+// against n, dtype and the device, and fills the plan (`v`: the call's
 // variant; the heuristic minds the forward's residual, the backward's shared
 // memory its weight). kRowShifted rows span one vector more; where the
 // configuration has no room for it, the plan falls back to kRowElementwise.
 Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseConfig* user,
-                 RowAccess access, RowPlan* out, const RmsNormVariant& v = {});
+                 RowAccess access, RowPlan* out, const RowVariant& v = {});
 
 }  // namespace kestrel::ops

@@ -1,0 +1,185 @@
+#include "ops/tuning_table.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ops/rowwise_config.h"
+
+namespace kestrel::ops {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormat = "kestrel-tuning-1";
+constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
+
+constexpr RowwiseOp kRowwiseOps[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
+                                     RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
+                                     RowwiseOp::kCrossEntropyFwd, RowwiseOp::kCrossEntropyBwd};
+constexpr DType kRowDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+constexpr RowAccess kAccesses[] = {kRowVector, kRowShifted, kRowElementwise};
+
+// The value named `name` of the list whose names `name_of` gives, or false.
+template <typename T, size_t N, typename F>
+bool by_name(const T (&all)[N], F name_of, const std::string& name, T* out) {
+  for (const T& v : all)
+    if (name == name_of(v)) {
+      *out = v;
+      return true;
+    }
+  return false;
+}
+
+Status parse_entry(const json& e, RowwiseTuned* out) {
+  if (!e.is_object()) return Status::InvalidArgument("not an object");
+  RowwiseTuned t;
+  const std::string op = e.at("op").get<std::string>(), dtype = e.at("dtype").get<std::string>(),
+                    access = e.at("access").get<std::string>();
+  if (!by_name(kRowwiseOps, rowwise_op_name, op, &t.key.op))
+    return Status::InvalidArgument("'op': no row-wise op '" + op + "'");
+  if (!by_name(kRowDtypes, dtype_name, dtype, &t.key.dtype))
+    return Status::InvalidArgument("'dtype': must be f32, bf16 or f16, got '" + dtype + "'");
+  if (!by_name(kAccesses, row_access_name, access, &t.key.access))
+    return Status::InvalidArgument("'access': must be vector, shifted or elementwise, got '" +
+                                   access + "'");
+  t.key.gpu = e.at("gpu").get<std::string>();
+  t.key.n = e.at("n").get<int64_t>();
+  t.key.variant = e.value("variant", std::string());
+  if (t.key.n < 1 || t.key.n > kRowwiseMaxN)
+    return Status::InvalidArgument("'n': must be in [1, " + std::to_string(kRowwiseMaxN) + "]");
+  const json& c = e.at("config");
+  t.config.threads = c.at("threads").get<int>();
+  t.config.threads_per_row = c.at("tpr").get<int>();
+  t.config.cluster = c.at("cluster").get<int>();
+  t.config.l2_group = c.value("l2_group", false);
+  t.config.rows_per_thread = c.value("rpt", 1);
+  // A shifted row spans up to one vector more than n elements.
+  const int64_t n_held =
+      t.key.n + (t.key.access == kRowShifted ? elements_per_vector(t.key.dtype) - 1 : 0);
+  const std::string err =
+      rowwise_config_error(t.key.op, t.config, n_held, t.key.dtype, kMaxSmemOptin);
+  if (!err.empty()) return Status::InvalidArgument("'config' " + t.config.describe() + ": " + err);
+  t.us = e.value("us", 0.0);
+  t.heuristic_us = e.value("heuristic_us", 0.0);
+  t.tuned_m = e.value("tuned_m", int64_t(0));
+  *out = t;
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* row_access_name(RowAccess a) {
+  switch (a) {
+    case kRowVector:
+      return "vector";
+    case kRowShifted:
+      return "shifted";
+    case kRowElementwise:
+      return "elementwise";
+    case kRowWhole:
+      break;
+  }
+  return "?";
+}
+
+Status TuningTable::parse(const std::string& text, const std::string& source, TuningTable* out) {
+  TuningTable t;
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("tuning table " + source + ": not JSON: " + e.what());
+  }
+  if (!doc.is_object() || doc.value("format", std::string()) != kFormat)
+    return Status::InvalidArgument("tuning table " + source + ": \"format\" must be \"" + kFormat +
+                                   "\"");
+  const json rows = doc.value("rowwise", json::array());
+  if (!rows.is_array())
+    return Status::InvalidArgument("tuning table " + source + ": \"rowwise\" must be a list");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    RowwiseTuned e;
+    Status s;
+    try {
+      s = parse_entry(rows[i], &e);
+    } catch (const std::exception& ex) {  // a missing field or one of the wrong type
+      s = Status::InvalidArgument(ex.what());
+    }
+    if (!s.ok())
+      return Status::InvalidArgument("tuning table " + source + ": rowwise entry " +
+                                     std::to_string(i) + ": " + s.message());
+    t.put(e);
+  }
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+std::string TuningTable::to_json() const {
+  json rows = json::array();
+  for (const RowwiseTuned& e : rowwise_)
+    rows.push_back({{"gpu", e.key.gpu},
+                    {"op", rowwise_op_name(e.key.op)},
+                    {"dtype", dtype_name(e.key.dtype)},
+                    {"n", e.key.n},
+                    {"access", row_access_name(e.key.access)},
+                    {"variant", e.key.variant},
+                    {"config",
+                     {{"threads", e.config.threads},
+                      {"tpr", e.config.threads_per_row},
+                      {"cluster", e.config.cluster},
+                      {"l2_group", e.config.l2_group},
+                      {"rpt", e.config.rows_per_thread}}},
+                    {"us", e.us},
+                    {"heuristic_us", e.heuristic_us},
+                    {"tuned_m", e.tuned_m}});
+  return json{{"format", kFormat}, {"rowwise", rows}}.dump(1) + "\n";
+}
+
+void TuningTable::put(const RowwiseTuned& e) {
+  for (RowwiseTuned& have : rowwise_)
+    if (have.key == e.key) {
+      have = e;
+      return;
+    }
+  rowwise_.push_back(e);
+}
+
+const RowwiseTuned* TuningTable::find(const RowwiseTuningKey& k) const {
+  for (const RowwiseTuned& e : rowwise_)
+    if (e.key == k) return &e;
+  return nullptr;
+}
+
+const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTuningKey& k,
+                                          int64_t m, int sm_count) {
+  const RowwiseTuned* e = t.find(k);
+  if (!e) return nullptr;
+  const int64_t per_cta = e->config.rows_per_cta();
+  const int64_t ctas = (m + per_cta - 1) / per_cta * e->config.cluster;
+  return ctas >= sm_count ? &e->config : nullptr;
+}
+
+Status active_tuning_table(const TuningTable** out) {
+  static TuningTable table;
+  static Status loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* path = std::getenv("KESTREL_TUNING_TABLE");
+    if (!path || !*path) return;
+    std::ifstream f(path);
+    if (!f) {
+      loaded = Status::NotFound(std::string("KESTREL_TUNING_TABLE: cannot read '") + path + "'");
+      return;
+    }
+    std::stringstream text;
+    text << f.rdbuf();
+    loaded = TuningTable::parse(text.str(), std::string("KESTREL_TUNING_TABLE '") + path + "'",
+                                &table);
+  });
+  *out = &table;
+  return loaded;
+}
+
+}  // namespace kestrel::ops

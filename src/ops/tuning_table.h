@@ -1,0 +1,76 @@
+// Tuned kernel configurations (DESIGN.md §7): what `kestrel tune --save`
+// found fastest for one GPU, op and row shape, consulted before the
+// heuristic. Row-wise ops only so far.
+//
+// A table is a JSON file:
+//   {"format": "kestrel-tuning-1",
+//    "rowwise": [{"gpu": "NVIDIA H100 80GB HBM3", "op": "cross_entropy_fwd",
+//                 "dtype": "bf16", "n": 50257, "access": "shifted",
+//                 "variant": "", "config": {"threads": 512, "tpr": 512,
+//                 "cluster": 1, "l2_group": false, "rpt": 1},
+//                 "us": 574.8, "heuristic_us": 658.9, "tuned_m": 16384}]}
+// "us", "heuristic_us" and "tuned_m" record the search; the rest is the key
+// and the pick.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/row_access.cuh"
+#include "kestrel/rowwise.h"
+
+namespace kestrel::ops {
+
+struct RowwiseTuningKey {
+  std::string gpu;  // the device's name, as the driver reports it
+  RowwiseOp op = RowwiseOp::kRmsNormFwd;
+  DType dtype = DType::kBF16;
+  int64_t n = 0;
+  RowAccess access = kRowVector;  // how the rows move (vector, shifted, elementwise)
+  // The call's options that change the kernel's work per byte: "residual",
+  // "weight", "smoothing", joined by '+' in that order; "" for none.
+  std::string variant;
+
+  bool operator==(const RowwiseTuningKey& o) const {
+    return gpu == o.gpu && op == o.op && dtype == o.dtype && n == o.n && access == o.access &&
+           variant == o.variant;
+  }
+};
+
+struct RowwiseTuned {
+  RowwiseTuningKey key;
+  RowwiseConfig config;
+  double us = 0, heuristic_us = 0;  // the search's times, for the record
+  int64_t tuned_m = 0;              // the rows it was timed on
+};
+
+class TuningTable {
+ public:
+  // A table from a file's text; `source` names the file in errors. Every
+  // entry's configuration must be legal for its op, row length and dtype.
+  static Status parse(const std::string& text, const std::string& source, TuningTable* out);
+  std::string to_json() const;
+
+  // Adds `e`, replacing an entry of the same key.
+  void put(const RowwiseTuned& e);
+  const RowwiseTuned* find(const RowwiseTuningKey& k) const;
+  const std::vector<RowwiseTuned>& rowwise() const { return rowwise_; }
+
+ private:
+  std::vector<RowwiseTuned> rowwise_;
+};
+
+// The configuration a call of m rows takes from `t`: its entry's, where the
+// table has one for the key and its grid covers the GPU's SMs (fewer rows
+// are the heuristic's: it spreads them over more CTAs); else null.
+const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTuningKey& k,
+                                          int64_t m, int sm_count);
+
+// The table in effect: the file $KESTREL_TUNING_TABLE names, read once per
+// process; empty where the variable is unset. A file that cannot be read or
+// parsed fails every call that consults it, with the reason.
+Status active_tuning_table(const TuningTable** out);
+
+const char* row_access_name(RowAccess a);  // "vector", "shifted", "elementwise"
+
+}  // namespace kestrel::ops

@@ -1,0 +1,155 @@
+// The tuning table (no GPU needed): its file format round-trips, bad files
+// are refused with the entry and the rule named, and a call takes an entry
+// only for its own GPU, op, rows and variant, with enough rows to fill the GPU.
+#include "ops/tuning_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ops/rowwise_plan.h"
+#include "scoped_env.h"
+
+namespace kestrel::ops {
+namespace {
+
+constexpr const char* kGpu = "NVIDIA H100 80GB HBM3";
+
+RowwiseTuned entry(int64_t n, RowAccess access, const std::string& variant, RowwiseConfig c) {
+  RowwiseTuned e;
+  e.key = {kGpu, RowwiseOp::kCrossEntropyFwd, DType::kBF16, n, access, variant};
+  e.config = c;
+  e.us = 574.8;
+  e.heuristic_us = 658.9;
+  e.tuned_m = 16384;
+  return e;
+}
+
+std::string one_entry_table(const std::string& fields) {
+  return std::string(R"({"format": "kestrel-tuning-1", "rowwise": [{)") + fields + "}]}";
+}
+const std::string kGoodFields =
+    R"("gpu": "G", "op": "cross_entropy_fwd", "dtype": "bf16", "n": 50257, "access": "shifted",
+       "variant": "", "config": {"threads": 512, "tpr": 512, "cluster": 1})";
+
+TEST(TuningTable, RoundTripsThroughItsFile) {
+  TuningTable t;
+  t.put(entry(50257, kRowShifted, "", {512, 512, 1}));
+  t.put(entry(50256, kRowVector, "smoothing", {128, 128, 4}));
+  TuningTable back;
+  ASSERT_TRUE(TuningTable::parse(t.to_json(), "test", &back).ok());
+  ASSERT_EQ(back.rowwise().size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const RowwiseTuned &a = t.rowwise()[i], &b = back.rowwise()[i];
+    EXPECT_TRUE(a.key == b.key);
+    EXPECT_EQ(a.config.describe(), b.config.describe());
+    EXPECT_DOUBLE_EQ(a.us, b.us);
+    EXPECT_DOUBLE_EQ(a.heuristic_us, b.heuristic_us);
+    EXPECT_EQ(a.tuned_m, b.tuned_m);
+  }
+}
+
+TEST(TuningTable, PutReplacesTheEntryOfTheSameKey) {
+  TuningTable t;
+  t.put(entry(50257, kRowShifted, "", {512, 512, 1}));
+  t.put(entry(50257, kRowShifted, "smoothing", {512, 512, 2}));
+  t.put(entry(50257, kRowShifted, "", {256, 256, 4}));
+  ASSERT_EQ(t.rowwise().size(), 2u);
+  EXPECT_EQ(t.find(entry(50257, kRowShifted, "", {}).key)->config.describe(), "t256 r256 c4");
+}
+
+TEST(TuningTable, OptionalFieldsTakeTheirDefaults) {
+  TuningTable t;
+  ASSERT_TRUE(TuningTable::parse(one_entry_table(kGoodFields), "test", &t).ok());
+  ASSERT_EQ(t.rowwise().size(), 1u);
+  EXPECT_EQ(t.rowwise()[0].config.rows_per_thread, 1);
+  EXPECT_FALSE(t.rowwise()[0].config.l2_group);
+  EXPECT_TRUE(TuningTable::parse(R"({"format": "kestrel-tuning-1"})", "test", &t).ok());
+  EXPECT_TRUE(t.rowwise().empty());
+}
+
+TEST(TuningTable, BadFilesAreRefusedWithTheRule) {
+  // A table of one entry with these fields ("config" left out where empty).
+  auto with = [](const std::string& op, const std::string& dtype, const std::string& n,
+                 const std::string& access, const std::string& config) {
+    return one_entry_table(R"("gpu": "G", "op": ")" + op + R"(", "dtype": ")" + dtype +
+                           R"(", "n": )" + n + R"(, "access": ")" + access + "\"" +
+                           (config.empty() ? "" : R"(, "config": )" + config));
+  };
+  const std::string cfg256 = R"({"threads": 256, "tpr": 256, "cluster": 1})";
+  const std::pair<std::string, std::string> cases[] = {
+      {"{not json", "not JSON"},
+      {R"({"format": "other", "rowwise": []})", "\"format\" must be"},
+      {R"({"format": "kestrel-tuning-1", "rowwise": {}})", "\"rowwise\" must be a list"},
+      {with("gemm", "bf16", "8", "vector", cfg256), "entry 0: 'op': no row-wise op 'gemm'"},
+      {with("softmax_fwd", "f64", "8", "vector", cfg256), "'dtype': must be f32, bf16 or f16"},
+      {with("softmax_fwd", "bf16", "8", "sideways", cfg256),
+       "'access': must be vector, shifted or elementwise"},
+      {with("softmax_fwd", "bf16", "0", "vector", cfg256), "'n': must be in [1, 262144]"},
+      {with("softmax_fwd", "bf16", "4096", "vector", R"({"threads": 48, "tpr": 16, "cluster": 1})"),
+       "threads must be 32, 64, 128, 256, 512 or 1024"},
+      // 262144 bf16 elements in one CTA of 32 threads: too many vectors a thread.
+      {with("softmax_fwd", "bf16", "262144", "vector", R"({"threads": 32, "tpr": 32, "cluster": 1})"),
+       "vectors per thread"},
+      {with("softmax_fwd", "bf16", "4096", "vector", ""), "entry 0:"},
+  };
+  for (const auto& [text, rule] : cases) {
+    TuningTable t;
+    const Status s = TuningTable::parse(text, "'t.json'", &t);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message().find("tuning table 't.json'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(rule), std::string::npos) << s.message();
+  }
+}
+
+TEST(TuningTable, ACallTakesOnlyItsOwnEntryWithRowsToFillTheGpu) {
+  TuningTable t;
+  t.put(entry(50257, kRowShifted, "", {512, 512, 1}));  // one row a CTA
+  const RowwiseTuningKey key = entry(50257, kRowShifted, "", {}).key;
+  const RowwiseConfig* c = tuned_rowwise_config(t, key, 16384, 132);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->describe(), "t512 r512 c1");
+  EXPECT_NE(tuned_rowwise_config(t, key, 132, 132), nullptr);
+  // Fewer rows than SMs: the heuristic spreads them over more CTAs.
+  EXPECT_EQ(tuned_rowwise_config(t, key, 131, 132), nullptr);
+  // Any other key: another GPU, op, dtype, row length, access or variant.
+  std::vector<RowwiseTuningKey> others(6, key);
+  others[0].gpu = "NVIDIA H200";
+  others[1].op = RowwiseOp::kCrossEntropyBwd;
+  others[2].dtype = DType::kF16;
+  others[3].n = 50256;
+  others[4].access = kRowElementwise;
+  others[5].variant = "smoothing";
+  for (size_t i = 0; i < others.size(); ++i)
+    EXPECT_EQ(tuned_rowwise_config(t, others[i], 16384, 132), nullptr) << i;
+}
+
+TEST(TuningTable, VariantNamesTheOptionsInAFixedOrder) {
+  EXPECT_EQ(RowVariant{}.tuning_variant(), "");
+  RowVariant v{true, true, DType::kBF16};
+  EXPECT_EQ(v.tuning_variant(), "residual+weight");
+  RowVariant s;
+  s.smoothing = true;
+  EXPECT_EQ(s.tuning_variant(), "smoothing");
+}
+
+// The one test that reads $KESTREL_TUNING_TABLE (read once per process).
+TEST(TuningTable, TheActiveTableIsTheFileTheEnvironmentNames) {
+  const std::string path = ::testing::TempDir() + "kestrel_tuning_table_test.json";
+  TuningTable t;
+  t.put(entry(50257, kRowShifted, "", {512, 512, 1}));
+  std::ofstream(path) << t.to_json();
+  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", path);
+  const TuningTable* active = nullptr;
+  ASSERT_TRUE(active_tuning_table(&active).ok());
+  ASSERT_NE(active, nullptr);
+  ASSERT_EQ(active->rowwise().size(), 1u);
+  EXPECT_TRUE(active->rowwise()[0].key == t.rowwise()[0].key);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace kestrel::ops
