@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -162,24 +164,37 @@ const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTun
 }
 
 Status active_tuning_table(const TuningTable** out) {
-  static TuningTable table;
-  static Status loaded;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char* path = std::getenv("KESTREL_TUNING_TABLE");
-    if (!path || !*path) return;
+  // Each file read once; kept for the process, so that a table handed out
+  // stays valid when the variable later names another.
+  struct Loaded {
+    TuningTable table;
+    Status status;
+  };
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<Loaded>> files;
+  static const TuningTable kEmpty;
+  const char* path = std::getenv("KESTREL_TUNING_TABLE");
+  if (!path || !*path) {
+    *out = &kEmpty;
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<Loaded>& slot = files[path];
+  if (!slot) {
+    slot = std::make_unique<Loaded>();
     std::ifstream f(path);
     if (!f) {
-      loaded = Status::NotFound(std::string("KESTREL_TUNING_TABLE: cannot read '") + path + "'");
-      return;
+      slot->status =
+          Status::NotFound(std::string("KESTREL_TUNING_TABLE: cannot read '") + path + "'");
+    } else {
+      std::stringstream text;
+      text << f.rdbuf();
+      slot->status = TuningTable::parse(
+          text.str(), std::string("KESTREL_TUNING_TABLE '") + path + "'", &slot->table);
     }
-    std::stringstream text;
-    text << f.rdbuf();
-    loaded = TuningTable::parse(text.str(), std::string("KESTREL_TUNING_TABLE '") + path + "'",
-                                &table);
-  });
-  *out = &table;
-  return loaded;
+  }
+  *out = &slot->table;
+  return slot->status;
 }
 
 }  // namespace kestrel::ops

@@ -66,9 +66,9 @@ class TuningTable {
 const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTuningKey& k,
                                           int64_t m, int sm_count);
 
-// The table in effect: the file $KESTREL_TUNING_TABLE names, read once per
-// process; empty where the variable is unset. A file that cannot be read or
-// parsed fails every call that consults it, with the reason.
+// The table in effect: the file $KESTREL_TUNING_TABLE names (each file read
+// once per process); empty where the variable is unset. A file that cannot
+// be read or parsed fails every call that consults it, with the reason.
 Status active_tuning_table(const TuningTable** out);
 
 const char* row_access_name(RowAccess a);  // "vector", "shifted", "elementwise"

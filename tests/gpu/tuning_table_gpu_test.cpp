@@ -1,0 +1,109 @@
+// The tuning table on the GPU: a call given no configuration takes the
+// table's entry for this GPU and its rows (and only those), the result
+// matches the float64 reference, and a table that cannot be read fails the
+// call with the reason instead of being ignored.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gpu_test.h"
+#include "kestrel/rowwise.h"
+#include "ops/rowwise_plan.h"
+#include "ops/tuning_table.h"
+#include "random.h"
+#include "reference/reference.h"
+#include "rowwise_data.h"
+#include "runtime/device.h"
+#include "scoped_env.h"
+
+namespace kestrel {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::DeviceRows;
+using testing::Rows;
+
+constexpr int64_t kM = 4096, kN = 1000;
+// Not the heuristic's pick for bf16 rows of 1000 (t64 r16 c1).
+const RowwiseConfig kTuned{128, 128, 1};
+
+// A table with one cross_entropy_fwd entry for this GPU, smoothed bf16 rows of kN.
+std::string write_table(const std::string& gpu) {
+  ops::TuningTable t;
+  ops::RowwiseTuned e;
+  e.key = {gpu, RowwiseOp::kCrossEntropyFwd, DType::kBF16, kN, kRowVector, "smoothing"};
+  e.config = kTuned;
+  t.put(e);
+  const std::string path = ::testing::TempDir() + "kestrel_tuning_gpu_test.json";
+  std::ofstream(path) << t.to_json();
+  return path;
+}
+
+RowwiseConfig planned(bool smoothing) {
+  ops::RowVariant v;
+  v.smoothing = smoothing;
+  ops::RowPlan plan;
+  const Status s = ops::plan_rows(RowwiseOp::kCrossEntropyFwd, kM, kN, DType::kBF16, nullptr,
+                                  kRowVector, &plan, v);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return plan.cfg;
+}
+
+TEST(TuningTableGpu, CallsTakeTheirEntryAndMatchTheReference) {
+  KESTREL_REQUIRE_GPU();
+  const rt::DeviceInfo* dev = nullptr;
+  ASSERT_TRUE(rt::current_device(&dev).ok());
+  const std::string path = write_table(dev->name);
+  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", path);
+  EXPECT_EQ(planned(true).describe(), kTuned.describe());
+  EXPECT_NE(planned(false).describe(), kTuned.describe());  // another variant: the heuristic's
+
+  const Rows logits(DType::kBF16, kM, kN, 0, testing::random_normal(kM * kN, 31, 2.0));
+  const auto target = testing::random_targets(kM, kN, 32, -100, 5);
+  const DeviceRows dl = DeviceRows::input(logits);
+  const DeviceBuffer dt = DeviceBuffer::from(target);
+  const DeviceBuffer loss = testing::poisoned_f32(kM), lse = testing::poisoned_f32(kM);
+  CrossEntropyOptions opt;
+  opt.label_smoothing = 0.1f;
+  opt.reduction = Reduction::kNone;
+  const Status s = cross_entropy_fwd(dl.view, TensorView::dense(dt.get(), DType::kI64, {kM}),
+                                     TensorView::dense(loss.get(), DType::kF32, {kM}),
+                                     TensorView::dense(lse.get(), DType::kF32, {kM}), nullptr, opt);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  const auto want = ref::cross_entropy_fwd(logits.values.data(), target.data(), kM, kN, -100, 0.1,
+                                           ref::Reduction::kNone);
+  const auto lse_report = testing::compare_fp32(testing::read_f32(lse), want.lse, 1e-5, kM);
+  EXPECT_TRUE(lse_report.pass) << lse_report.to_string();
+  const auto loss_report = testing::compare_fp32(testing::read_f32(loss), want.loss, 1e-5, kM);
+  EXPECT_TRUE(loss_report.pass) << loss_report.to_string();
+  std::remove(path.c_str());
+}
+
+TEST(TuningTableGpu, AnotherGpusEntriesAreNotTaken) {
+  KESTREL_REQUIRE_GPU();
+  const std::string path = write_table("some other GPU");
+  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", path);
+  EXPECT_NE(planned(true).describe(), kTuned.describe());
+  std::remove(path.c_str());
+}
+
+TEST(TuningTableGpu, AnUnreadableTableFailsTheCallWithTheReason) {
+  KESTREL_REQUIRE_GPU();
+  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", "/nonexistent/kestrel_table.json");
+  ops::RowPlan plan;
+  const Status s = ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, nullptr,
+                                  kRowVector, &plan);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("KESTREL_TUNING_TABLE: cannot read '/nonexistent/"),
+            std::string::npos)
+      << s.to_string();
+  // A configuration given by the caller needs no table.
+  EXPECT_TRUE(ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, &kTuned, kRowVector,
+                             &plan)
+                  .ok());
+}
+
+}  // namespace
+}  // namespace kestrel
