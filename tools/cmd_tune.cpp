@@ -48,7 +48,7 @@ void precompile_cases(const bench::OpInfo& op, const bench::Suite& suite) {
 }
 
 // Puts the fastest configuration into the tuning table at `path` (created
-// when missing; an entry of the same GPU, op and rows replaced).
+// when missing; an entry of the same GPU, op and shape replaced).
 Status save_fastest(const bench::OpInfo& op, const bench::Params& best, double us,
                     double heuristic_us, const std::string& path) {
   ops::TuningTable table;
@@ -57,19 +57,13 @@ Status save_fastest(const bench::OpInfo& op, const bench::Params& best, double u
     text << f.rdbuf();
     KESTREL_RETURN_IF_ERROR(ops::TuningTable::parse(text.str(), "'" + path + "'", &table));
   }
-  ops::RowwiseTuned e;
-  KESTREL_RETURN_IF_ERROR(op.tuned_entry(best, &e));
-  e.us = us;
-  e.heuristic_us = heuristic_us;
-  table.put(e);
+  std::string saved;
+  KESTREL_RETURN_IF_ERROR(op.tuned_entry(best, us, heuristic_us, &table, &saved));
   std::ofstream out{path};
   out << table.to_json();
   out.close();
   if (!out) return Status::Internal("--save: cannot write '" + path + "'");
-  std::printf("saved: %s %s n=%lld %s%s%s: %s in %s\n", e.key.gpu.c_str(),
-              rowwise_op_name(e.key.op), static_cast<long long>(e.key.n),
-              ops::row_access_name(e.key.access), e.key.variant.empty() ? "" : " ",
-              e.key.variant.c_str(), e.config.describe().c_str(), path.c_str());
+  std::printf("saved: %s in %s\n", saved.c_str(), path.c_str());
   return Status::Ok();
 }
 

@@ -90,10 +90,13 @@ struct OpInfo {
   // included) launches, so that `kestrel tune` can compile them all ahead in
   // parallel. Best effort: a kernel left out compiles at its first launch.
   std::function<std::vector<rt::KernelSpec>(const Params&)> kernels = nullptr;
-  // The tuning table's entry for a call with these parameters (a
-  // configuration of `configs`, or none: the op's own pick), for `kestrel
-  // tune --save`; null where the op has no table entries.
-  std::function<Status(const Params&, ops::RowwiseTuned*)> tuned_entry = nullptr;
+  // Puts the tuning table's entry for a call with these parameters (a
+  // configuration of `configs`, or none: the op's own pick) that took `us`
+  // against the heuristic's `heuristic_us` into the table, and describes it
+  // in `saved`; for `kestrel tune --save`. Null where the op has no entries.
+  std::function<Status(const Params&, double us, double heuristic_us, ops::TuningTable*,
+                       std::string* saved)>
+      tuned_entry = nullptr;
 };
 
 class OpRegistry {

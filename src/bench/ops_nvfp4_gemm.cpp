@@ -9,6 +9,7 @@
 #include "bench/nvfp4_operands.h"
 #include "device_buffer.h"
 #include "kestrel/gemm.h"
+#include "ops/gemm_common.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "runtime/cuda_check.h"
 
@@ -289,6 +290,39 @@ std::function<std::vector<rt::KernelSpec>(const Params&)> gemm_kernels(bool dual
   };
 }
 
+// The tuning table's entry for these parameters (OpInfo::tuned_entry): the
+// configuration the op runs with them (the one they name, or its own pick).
+auto gemm_tuned_entry(bool dual) {
+  return [dual](const Params& p, double us, double heuristic_us, ops::TuningTable* table,
+                std::string* saved) -> Status {
+    GemmShape s;
+    KESTREL_RETURN_IF_ERROR(read_shape(p, &s));
+    const rt::DeviceInfo* dev = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+    const bool packed = p.integer("packed") != 0;
+    // Packed weights carry linear scales (ops::packed_weight_view).
+    const bool w_blocked = !packed && s.b_layout == ScaleLayout::kBlocked;
+    GemmConfig given;
+    const bool has_given = read_config(p, &given);
+    const GemmConfig heuristic =
+        dual ? dual_gemm_default_config(s.m, s.n, s.k, s.l, dev->sm_count)
+             : gemm_default_config(s.m, s.n, s.k, s.l, dev->sm_count);
+    const ops::GemmShape shape{s.l, s.m, s.n, s.k, s.m * s.n, s.n};
+    ops::GemmTuned e;
+    KESTREL_RETURN_IF_ERROR(ops::resolve_gemm_config(has_given ? &given : nullptr, heuristic,
+                                                     shape, s.out, w_blocked, dual, packed,
+                                                     &e.config));
+    e.key = {dev->name, dual, s.m, s.n, s.k, s.l, packed, w_blocked};
+    e.us = us;
+    e.heuristic_us = heuristic_us;
+    table->put(e);
+    *saved = std::string(dual ? "dual_gemm" : "gemm") + " M" + std::to_string(s.m) + " N" +
+             std::to_string(s.n) + " K" + std::to_string(s.k) + (packed ? " packed" : "") + ": " +
+             e.config.describe();
+    return Status::Ok();
+  };
+}
+
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
@@ -296,12 +330,12 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
            "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("128", "7168", "16384", "rows of B (weights)", "GEMM"), check_gemm,
-           bench_gemm, gemm_configs, gemm_kernels(false)});
+           bench_gemm, gemm_configs, gemm_kernels(false), gemm_tuned_entry(false)});
   reg.add({"dual_gemm", "nvfp4_dual_gemm",
            "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("256", "4096", "7168", "rows of B1 and B2", "dual"), check_dual,
-           bench_dual, gemm_configs, gemm_kernels(true)});
+           bench_dual, gemm_configs, gemm_kernels(true), gemm_tuned_entry(true)});
 }
 
 }  // namespace kestrel::bench

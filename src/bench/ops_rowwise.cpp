@@ -541,17 +541,25 @@ std::function<std::vector<rt::KernelSpec>(const Params&)> kernels_of(RowwiseOp o
 }
 
 // The tuning table's entry for these parameters (OpInfo::tuned_entry).
-std::function<Status(const Params&, ops::RowwiseTuned*)> tuned_entry_of(RowwiseOp op) {
-  return [op](const Params& p, ops::RowwiseTuned* out) -> Status {
+auto tuned_entry_of(RowwiseOp op) {
+  return [op](const Params& p, double us, double heuristic_us, ops::TuningTable* table,
+              std::string* saved) -> Status {
     ops::RowPlan plan;
     ops::RowVariant variant;
     Shape s;
     KESTREL_RETURN_IF_ERROR(plan_of(op, p, &plan, &variant, &s));
     const rt::DeviceInfo* dev = nullptr;
     KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
-    out->key = {dev->name, op, s.t, s.n, plan.access, variant.tuning_variant()};
-    out->config = plan.cfg;
-    out->tuned_m = s.m;
+    ops::RowwiseTuned e;
+    e.key = {dev->name, op, s.t, s.n, plan.access, variant.tuning_variant()};
+    e.config = plan.cfg;
+    e.us = us;
+    e.heuristic_us = heuristic_us;
+    e.tuned_m = s.m;
+    table->put(e);
+    *saved = std::string(rowwise_op_name(op)) + " " + dtype_name(s.t) + " n=" +
+             std::to_string(s.n) + " " + ops::row_access_name(plan.access) +
+             (e.key.variant.empty() ? "" : " " + e.key.variant) + ": " + plan.cfg.describe();
     return Status::Ok();
   };
 }

@@ -11,6 +11,7 @@
 #include "ops/gemm_common.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/nvfp4_operand.h"
+#include "ops/tuning_table.h"
 #include "ops/validate.h"
 #include "ops/weight_pack.h"
 #include "runtime/cuda_check.h"
@@ -151,11 +152,22 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
                            bool w_packed, GemmConfig* cfg) {
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
-  *cfg = given ? *given : heuristic;
-  if (!given && w_packed) cfg->stages = gemm_default_stages(cfg->block_n, cfg->k_tail, true);
+  const GemmConfig* tuned = nullptr;  // the tuning table's, for this GPU and exact shape
+  if (!given) {
+    const TuningTable* table = nullptr;
+    KESTREL_RETURN_IF_ERROR(active_tuning_table(&table));
+    if (!table->gemm().empty()) {
+      const GemmTuningKey key{dev->name, dual,    shape.m,  shape.n,
+                              shape.k,   shape.batches, w_packed, w_blocked && !w_packed};
+      if (const GemmTuned* e = table->find(key)) tuned = &e->config;
+    }
+  }
+  *cfg = given ? *given : tuned ? *tuned : heuristic;
+  if (!given && !tuned && w_packed)
+    cfg->stages = gemm_default_stages(cfg->block_n, cfg->k_tail, true);
   KESTREL_RETURN_IF_ERROR(
       check_gemm_config(cfg->block_n, cfg->stages, cfg->split_k, dev, w_packed));
-  if (given) return Status::Ok();
+  if (given || tuned) return Status::Ok();  // as given, or as timed by `kestrel tune`
   return fit_split_to_one_wave(shape, out, w_blocked, dual, w_packed, dev, cfg);
 }
 

@@ -79,12 +79,13 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int
 Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::LaunchShape& ls,
                          int sm_count, bool dual);
 
-// The configuration a launch runs: a given one as it is; a default one (the
-// shape heuristic's) with its stages capped to what fits beside packed
-// weights, and its split halved until the split-K clusters all fit on the
-// GPU at once (else a second wave runs as long as the first: clusters of 4
-// or 8 CTAs must sit in one GPC, 30 x 4 of an H100's 132 SMs), or down to 1.
-// Either is checked against the kernel's limits.
+// The configuration a launch runs: a given one as it is; else the tuning
+// table's entry for this GPU and exact shape as it was timed; else the shape
+// heuristic's, with its stages capped to what fits beside packed weights,
+// and its split halved until the split-K clusters all fit on the GPU at
+// once (else a second wave runs as long as the first: clusters of 4 or 8
+// CTAs must sit in one GPC, 30 x 4 of an H100's 132 SMs), or down to 1.
+// Each is checked against the kernel's limits.
 Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
                            const GemmShape& shape, DType out, bool w_blocked, bool dual,
                            bool w_packed, GemmConfig* cfg);

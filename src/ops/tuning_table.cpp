@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ops/gemm_common.h"
 #include "ops/rowwise_config.h"
 
 namespace kestrel::ops {
@@ -35,7 +36,7 @@ bool by_name(const T (&all)[N], F name_of, const std::string& name, T* out) {
   return false;
 }
 
-Status parse_entry(const json& e, RowwiseTuned* out) {
+Status parse_rowwise_entry(const json& e, RowwiseTuned* out) {
   if (!e.is_object()) return Status::InvalidArgument("not an object");
   RowwiseTuned t;
   const std::string op = e.at("op").get<std::string>(), dtype = e.at("dtype").get<std::string>(),
@@ -71,6 +72,84 @@ Status parse_entry(const json& e, RowwiseTuned* out) {
   return Status::Ok();
 }
 
+Status parse_gemm_entry(const json& e, GemmTuned* out) {
+  if (!e.is_object()) return Status::InvalidArgument("not an object");
+  GemmTuned t;
+  const std::string op = e.at("op").get<std::string>(),
+                    layout = e.value("w_layout", std::string("linear"));
+  if (op != "gemm" && op != "dual_gemm")
+    return Status::InvalidArgument("'op': must be gemm or dual_gemm, got '" + op + "'");
+  if (layout != "linear" && layout != "blocked")
+    return Status::InvalidArgument("'w_layout': must be linear or blocked, got '" + layout + "'");
+  t.key.gpu = e.at("gpu").get<std::string>();
+  t.key.dual = op == "dual_gemm";
+  t.key.m = e.at("m").get<int64_t>();
+  t.key.n = e.at("n").get<int64_t>();
+  t.key.k = e.at("k").get<int64_t>();
+  t.key.batches = e.value("l", int64_t(1));
+  t.key.w_packed = e.value("packed", false);
+  t.key.w_blocked = layout == "blocked";
+  if (t.key.m < 1 || t.key.n < 1 || t.key.batches < 1 || t.key.k < 64 || t.key.k % 64)
+    return Status::InvalidArgument("'m', 'n', 'l' must be >= 1 and 'k' a multiple of 64");
+  if (t.key.w_packed && t.key.w_blocked)
+    return Status::InvalidArgument("packed weights carry linear scales ('w_layout': linear)");
+  const json& c = e.at("config");
+  t.config.block_n = c.at("bn").get<int>();
+  t.config.stages = c.at("stages").get<int>();
+  t.config.split_k = c.at("split").get<int>();
+  t.config.split_l2 = c.value("split_l2", false);
+  t.config.k_tail = c.value("tail", false);
+  rt::DeviceInfo hopper;  // the rules of the configuration space, at Hopper's shared memory
+  hopper.max_smem_per_block_optin = kGemmSmemLimit;
+  KESTREL_RETURN_IF_ERROR(check_gemm_config(t.config.block_n, t.config.stages, t.config.split_k,
+                                            &hopper, t.key.w_packed));
+  t.us = e.value("us", 0.0);
+  t.heuristic_us = e.value("heuristic_us", 0.0);
+  *out = t;
+  return Status::Ok();
+}
+
+// Every entry of the list `name` parsed by `parse_one` and put into `t`.
+template <typename Entry, typename Parse>
+Status parse_list(const json& doc, const char* name, const std::string& source, Parse parse_one,
+                  TuningTable* t) {
+  const json list = doc.value(name, json::array());
+  if (!list.is_array())
+    return Status::InvalidArgument("tuning table " + source + ": \"" + name +
+                                   "\" must be a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    Entry e;
+    Status s;
+    try {
+      s = parse_one(list[i], &e);
+    } catch (const std::exception& ex) {  // a missing field or one of the wrong type
+      s = Status::InvalidArgument(ex.what());
+    }
+    if (!s.ok())
+      return Status::InvalidArgument("tuning table " + source + ": " + name + " entry " +
+                                     std::to_string(i) + ": " + s.message());
+    t->put(e);
+  }
+  return Status::Ok();
+}
+
+// put / find over one list: an entry of the same key is replaced.
+template <typename Entry>
+void put_entry(std::vector<Entry>* list, const Entry& e) {
+  for (Entry& have : *list)
+    if (have.key == e.key) {
+      have = e;
+      return;
+    }
+  list->push_back(e);
+}
+template <typename Entry, typename Key>
+const Entry* find_entry(const std::vector<Entry>& list, const Key& k) {
+  for (const Entry& e : list)
+    if (e.key == k) return &e;
+  return nullptr;
+}
+
 }  // namespace
 
 const char* row_access_name(RowAccess a) {
@@ -98,22 +177,8 @@ Status TuningTable::parse(const std::string& text, const std::string& source, Tu
   if (!doc.is_object() || doc.value("format", std::string()) != kFormat)
     return Status::InvalidArgument("tuning table " + source + ": \"format\" must be \"" + kFormat +
                                    "\"");
-  const json rows = doc.value("rowwise", json::array());
-  if (!rows.is_array())
-    return Status::InvalidArgument("tuning table " + source + ": \"rowwise\" must be a list");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    RowwiseTuned e;
-    Status s;
-    try {
-      s = parse_entry(rows[i], &e);
-    } catch (const std::exception& ex) {  // a missing field or one of the wrong type
-      s = Status::InvalidArgument(ex.what());
-    }
-    if (!s.ok())
-      return Status::InvalidArgument("tuning table " + source + ": rowwise entry " +
-                                     std::to_string(i) + ": " + s.message());
-    t.put(e);
-  }
+  KESTREL_RETURN_IF_ERROR(parse_list<RowwiseTuned>(doc, "rowwise", source, parse_rowwise_entry, &t));
+  KESTREL_RETURN_IF_ERROR(parse_list<GemmTuned>(doc, "gemm", source, parse_gemm_entry, &t));
   *out = std::move(t);
   return Status::Ok();
 }
@@ -136,22 +201,34 @@ std::string TuningTable::to_json() const {
                     {"us", e.us},
                     {"heuristic_us", e.heuristic_us},
                     {"tuned_m", e.tuned_m}});
-  return json{{"format", kFormat}, {"rowwise", rows}}.dump(1) + "\n";
+  json gemms = json::array();
+  for (const GemmTuned& e : gemm_)
+    gemms.push_back({{"gpu", e.key.gpu},
+                     {"op", e.key.dual ? "dual_gemm" : "gemm"},
+                     {"m", e.key.m},
+                     {"n", e.key.n},
+                     {"k", e.key.k},
+                     {"l", e.key.batches},
+                     {"packed", e.key.w_packed},
+                     {"w_layout", e.key.w_blocked ? "blocked" : "linear"},
+                     {"config",
+                      {{"bn", e.config.block_n},
+                       {"stages", e.config.stages},
+                       {"split", e.config.split_k},
+                       {"split_l2", e.config.split_l2},
+                       {"tail", e.config.k_tail}}},
+                     {"us", e.us},
+                     {"heuristic_us", e.heuristic_us}});
+  return json{{"format", kFormat}, {"rowwise", rows}, {"gemm", gemms}}.dump(1) + "\n";
 }
 
-void TuningTable::put(const RowwiseTuned& e) {
-  for (RowwiseTuned& have : rowwise_)
-    if (have.key == e.key) {
-      have = e;
-      return;
-    }
-  rowwise_.push_back(e);
-}
-
+void TuningTable::put(const RowwiseTuned& e) { put_entry(&rowwise_, e); }
+void TuningTable::put(const GemmTuned& e) { put_entry(&gemm_, e); }
 const RowwiseTuned* TuningTable::find(const RowwiseTuningKey& k) const {
-  for (const RowwiseTuned& e : rowwise_)
-    if (e.key == k) return &e;
-  return nullptr;
+  return find_entry<RowwiseTuned>(rowwise_, k);
+}
+const GemmTuned* TuningTable::find(const GemmTuningKey& k) const {
+  return find_entry<GemmTuned>(gemm_, k);
 }
 
 const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTuningKey& k,

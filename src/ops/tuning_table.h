@@ -1,6 +1,6 @@
 // Tuned kernel configurations (DESIGN.md §7): what `kestrel tune --save`
-// found fastest for one GPU, op and row shape, consulted before the
-// heuristic. Row-wise ops only so far.
+// found fastest for one GPU, op and shape, consulted before the heuristic.
+// The row-wise ops and the NVFP4 GEMM and dual GEMM so far.
 //
 // A table is a JSON file:
 //   {"format": "kestrel-tuning-1",
@@ -8,15 +8,22 @@
 //                 "dtype": "bf16", "n": 50257, "access": "shifted",
 //                 "variant": "", "config": {"threads": 512, "tpr": 512,
 //                 "cluster": 1, "l2_group": false, "rpt": 1},
-//                 "us": 574.8, "heuristic_us": 658.9, "tuned_m": 16384}]}
+//                 "us": 574.8, "heuristic_us": 658.9, "tuned_m": 16384}],
+//    "gemm": [{"gpu": "NVIDIA H100 80GB HBM3", "op": "dual_gemm", "m": 512,
+//              "n": 3072, "k": 7168, "l": 1, "packed": true,
+//              "w_layout": "linear", "config": {"bn": 256, "stages": 3,
+//              "split": 1, "split_l2": false, "tail": true},
+//              "us": 66.9, "heuristic_us": 66.9}]}
 // "us", "heuristic_us" and "tuned_m" record the search; the rest is the key
-// and the pick.
+// and the pick. A row-wise entry serves any number of rows that fills the
+// GPU with it; a GEMM entry serves its exact shape.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/row_access.cuh"
+#include "kestrel/gemm.h"
 #include "kestrel/rowwise.h"
 
 namespace kestrel::ops {
@@ -44,6 +51,25 @@ struct RowwiseTuned {
   int64_t tuned_m = 0;              // the rows it was timed on
 };
 
+struct GemmTuningKey {
+  std::string gpu;
+  bool dual = false;  // dual_gemm_nvfp4, else gemm_nvfp4
+  int64_t m = 0, n = 0, k = 0, batches = 1;
+  bool w_packed = false;   // weights from pack_gemm_weights
+  bool w_blocked = false;  // row-major weights with blocked scales
+
+  bool operator==(const GemmTuningKey& o) const {
+    return gpu == o.gpu && dual == o.dual && m == o.m && n == o.n && k == o.k &&
+           batches == o.batches && w_packed == o.w_packed && w_blocked == o.w_blocked;
+  }
+};
+
+struct GemmTuned {
+  GemmTuningKey key;
+  GemmConfig config;
+  double us = 0, heuristic_us = 0;
+};
+
 class TuningTable {
  public:
   // A table from a file's text; `source` names the file in errors. Every
@@ -53,11 +79,15 @@ class TuningTable {
 
   // Adds `e`, replacing an entry of the same key.
   void put(const RowwiseTuned& e);
+  void put(const GemmTuned& e);
   const RowwiseTuned* find(const RowwiseTuningKey& k) const;
+  const GemmTuned* find(const GemmTuningKey& k) const;
   const std::vector<RowwiseTuned>& rowwise() const { return rowwise_; }
+  const std::vector<GemmTuned>& gemm() const { return gemm_; }
 
  private:
   std::vector<RowwiseTuned> rowwise_;
+  std::vector<GemmTuned> gemm_;
 };
 
 // The configuration a call of m rows takes from `t`: its entry's, where the

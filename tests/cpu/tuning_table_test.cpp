@@ -127,6 +127,67 @@ TEST(TuningTable, ACallTakesOnlyItsOwnEntryWithRowsToFillTheGpu) {
     EXPECT_EQ(tuned_rowwise_config(t, others[i], 16384, 132), nullptr) << i;
 }
 
+GemmTuned gemm_entry(int64_t m, GemmConfig c) {
+  GemmTuned e;
+  e.key = {kGpu, true, m, 3072, 7168, 1, true, false};
+  e.config = c;
+  e.us = 66.9;
+  e.heuristic_us = 67.4;
+  return e;
+}
+
+TEST(TuningTable, GemmEntriesRoundTripAndServeTheirExactShape) {
+  TuningTable t;
+  t.put(gemm_entry(512, {256, 3, 1, false, true}));
+  t.put(gemm_entry(256, {128, 4, 2, true, false}));
+  t.put(gemm_entry(512, {256, 2, 1, false, true}));  // replaces the first
+  TuningTable back;
+  const Status s = TuningTable::parse(t.to_json(), "test", &back);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_EQ(back.gemm().size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(back.gemm()[i].key == t.gemm()[i].key);
+    EXPECT_EQ(back.gemm()[i].config.describe(), t.gemm()[i].config.describe());
+    EXPECT_DOUBLE_EQ(back.gemm()[i].us, 66.9);
+  }
+  EXPECT_EQ(back.find(gemm_entry(512, {}).key)->config.describe(), "bn256 s2 k1 tail");
+  GemmTuningKey other = gemm_entry(512, {}).key;
+  other.m = 511;
+  EXPECT_EQ(back.find(other), nullptr);
+  other = gemm_entry(512, {}).key;
+  other.dual = false;
+  EXPECT_EQ(back.find(other), nullptr);
+  other = gemm_entry(512, {}).key;
+  other.w_packed = false;
+  EXPECT_EQ(back.find(other), nullptr);
+}
+
+TEST(TuningTable, BadGemmEntriesAreRefusedWithTheRule) {
+  auto with = [](const std::string& fields, const std::string& config) {
+    return R"({"format": "kestrel-tuning-1", "gemm": [{"gpu": "G", )" + fields +
+           R"(, "config": )" + config + "}]}";
+  };
+  const std::string shape = R"("op": "gemm", "m": 128, "n": 7168, "k": 16384)";
+  const std::string cfg = R"({"bn": 128, "stages": 4, "split": 2})";
+  const std::pair<std::string, std::string> cases[] = {
+      {with(R"("op": "gemv", "m": 1, "n": 8, "k": 64)", cfg), "gemm entry 0: 'op': must be gemm"},
+      {with(R"("op": "gemm", "m": 1, "n": 8, "k": 96)", cfg), "'k' a multiple of 64"},
+      {with(R"("op": "gemm", "m": 0, "n": 8, "k": 64)", cfg), "must be >= 1"},
+      {with(shape + R"(, "w_layout": "tiled")", cfg), "'w_layout': must be linear or blocked"},
+      {with(shape + R"(, "packed": true, "w_layout": "blocked")", cfg), "packed weights carry"},
+      {with(shape, R"({"bn": 100, "stages": 4, "split": 2})"), "block_n must be one of"},
+      {with(shape, R"({"bn": 128, "stages": 4, "split": 3})"), "split_k 1/2/4/8"},
+      {with(shape, R"({"bn": 256, "stages": 8, "split": 1})"), "bytes of shared memory"},
+      {with(shape, R"({"bn": 128})"), "gemm entry 0:"},
+  };
+  for (const auto& [text, rule] : cases) {
+    TuningTable t;
+    const Status s = TuningTable::parse(text, "'t.json'", &t);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message().find(rule), std::string::npos) << s.message();
+  }
+}
+
 TEST(TuningTable, VariantNamesTheOptionsInAFixedOrder) {
   EXPECT_EQ(RowVariant{}.tuning_variant(), "");
   RowVariant v{true, true, DType::kBF16};

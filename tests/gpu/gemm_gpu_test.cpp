@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <tuple>
 
@@ -16,9 +18,12 @@
 #include "golden_nvfp4.h"
 #include "gpu_test.h"
 #include "kestrel/gemm.h"
+#include "ops/gemm_common.h"
+#include "ops/tuning_table.h"
 #include "random.h"
 #include "reference/binary16.h"
 #include "sampled_check.h"
+#include "scoped_env.h"
 
 namespace kestrel {
 namespace {
@@ -261,6 +266,37 @@ TEST(GemmGpuConfigs, KTailWithoutIdleSmsIsAnError) {
 
 // Packed weights under every kind of launch: persistent tiles, K splits over
 // a cluster and through L2, a K tail, the narrowest and widest token tiles.
+// A GEMM of the tuning table's exact shape on this GPU runs the entry's
+// configuration (and another M the heuristic's), and matches the reference.
+TEST(GemmGpuConfigs, TheTuningTablesEntryRunsItsShape) {
+  KESTREL_REQUIRE_GPU();
+  const rt::DeviceInfo* dev = nullptr;
+  ASSERT_TRUE(rt::current_device(&dev).ok());
+  const GemmCase c{77, 256, 512, 1, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
+  const GemmConfig tuned{128, 2, 1};
+  ops::TuningTable table;
+  ops::GemmTuned e;
+  e.key = {dev->name, false, c.m, c.n, c.k, c.l, false, false};
+  e.config = tuned;
+  table.put(e);
+  const std::string path = ::testing::TempDir() + "kestrel_gemm_tuning_gpu_test.json";
+  std::ofstream(path) << table.to_json();
+  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", path);
+  auto resolved = [&](int64_t m) {
+    const ops::GemmShape shape{c.l, m, c.n, c.k, m * c.n, c.n};
+    GemmConfig cfg;
+    const Status s = ops::resolve_gemm_config(
+        nullptr, gemm_default_config(m, c.n, c.k, c.l, dev->sm_count), shape, c.out, false, false,
+        false, &cfg);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return cfg.describe();
+  };
+  EXPECT_EQ(resolved(c.m), tuned.describe());
+  EXPECT_NE(resolved(c.m + 1), tuned.describe());  // bn96 is the heuristic's tile at 78 tokens
+  check_case(c);
+  std::remove(path.c_str());
+}
+
 TEST(GemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
   KESTREL_REQUIRE_GPU();
   using L = ScaleLayout;
