@@ -29,7 +29,6 @@ int pow2_at_least(int64_t v) {
 }
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 
 // rmsnorm_bwd, measured on H100 (bf16 and fp32, 4K..262K): few, large CTAs
 // win. Up to 4 vectors per thread in CTAs of 256 threads for short rows (one
@@ -109,7 +108,7 @@ size_t static_smem_bound(const RowwiseConfig& c) {
 }
 
 bool softmax_bwd_y_in_registers(const RowwiseConfig& c, int vpt) {
-  return 2 * 2 * size_t(c.threads) * size_t(vpt) * 16 > kMaxSmemOptin;
+  return 2 * 2 * size_t(c.threads) * size_t(vpt) * 16 > kRowwiseSmemOptin;
 }
 
 bool rowwise_rereads(RowwiseOp op, const RowwiseConfig& c, int vpt, bool dweight) {
@@ -181,7 +180,8 @@ std::vector<RowwiseConfig> rowwise_config_space(RowwiseOp op, int64_t n, DType d
         for (bool l2 : {false, true})
           for (int rpt = 1; rpt <= 8; rpt *= 2) {
             const RowwiseConfig c{threads, tpr, cluster, l2, rpt};
-            if (ops::rowwise_config_error(op, c, n, dtype, kMaxSmemOptin).empty()) out.push_back(c);
+            if (ops::rowwise_config_error(op, c, n, dtype, ops::kRowwiseSmemOptin).empty())
+              out.push_back(c);
           }
       }
   return out;

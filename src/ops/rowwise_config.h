@@ -11,6 +11,7 @@
 namespace kestrel::ops {
 
 constexpr int kMaxVectorsPerThread = 16;  // 64 registers of one row per thread
+constexpr size_t kRowwiseSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 
 inline int elements_per_vector(DType t) { return 16 / dtype_size(t); }
 // 16-byte vectors each thread holds for rows of n elements.

@@ -17,7 +17,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormat = "kestrel-tuning-1";
-constexpr size_t kMaxSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 
 constexpr RowwiseOp kRowwiseOps[] = {RowwiseOp::kRmsNormFwd,      RowwiseOp::kRmsNormBwd,
                                      RowwiseOp::kSoftmaxFwd,      RowwiseOp::kSoftmaxBwd,
@@ -63,7 +62,7 @@ Status parse_rowwise_entry(const json& e, RowwiseTuned* out) {
   const int64_t n_held =
       t.key.n + (t.key.access == kRowShifted ? elements_per_vector(t.key.dtype) - 1 : 0);
   const std::string err =
-      rowwise_config_error(t.key.op, t.config, n_held, t.key.dtype, kMaxSmemOptin);
+      rowwise_config_error(t.key.op, t.config, n_held, t.key.dtype, kRowwiseSmemOptin);
   if (!err.empty()) return Status::InvalidArgument("'config' " + t.config.describe() + ": " + err);
   t.us = e.value("us", 0.0);
   t.heuristic_us = e.value("heuristic_us", 0.0);
