@@ -90,7 +90,9 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   // First the heuristic's own choice (the values as given), then every configuration.
   bench::Suite suite;
   suite.name = "tune " + e->op;
-  suite.cases.push_back({e->op, e->values, "heuristic"});
+  // Under a tuning table the op's own choice may be the table's.
+  suite.cases.push_back({e->op, e->values,
+                         ops::tuning_table_path().empty() ? "heuristic" : "heuristic or table"});
   for (const auto& cfg : configs) {
     auto values = e->values;
     for (const auto& [k, v] : cfg) values[k] = v;

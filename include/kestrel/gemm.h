@@ -41,7 +41,9 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // [L][M][N] (or [M][N] when L = 1), any row stride.
 // K: a multiple of 64. M = 1 runs the GEMV kernel.
 // Runs a small pre-pass that expands A to fp16 in a stream-ordered scratch
-// allocation (cudaMallocAsync on `stream`).
+// allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
+// table's entry for this GPU and exact shape (the file $KESTREL_TUNING_TABLE
+// names, written by `kestrel tune gemm ... --save`), else the heuristic's.
 Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemmConfig* config = nullptr);
 

@@ -114,8 +114,7 @@ Status parse_list(const json& doc, const char* name, const std::string& source, 
                   TuningTable* t) {
   const json list = doc.value(name, json::array());
   if (!list.is_array())
-    return Status::InvalidArgument("tuning table " + source + ": \"" + name +
-                                   "\" must be a list");
+    return Status::InvalidArgument("tuning table " + source + ": \"" + name + "\" must be a list");
   for (size_t i = 0; i < list.size(); ++i) {
     Entry e;
     Status s;
@@ -176,7 +175,8 @@ Status TuningTable::parse(const std::string& text, const std::string& source, Tu
   if (!doc.is_object() || doc.value("format", std::string()) != kFormat)
     return Status::InvalidArgument("tuning table " + source + ": \"format\" must be \"" + kFormat +
                                    "\"");
-  KESTREL_RETURN_IF_ERROR(parse_list<RowwiseTuned>(doc, "rowwise", source, parse_rowwise_entry, &t));
+  KESTREL_RETURN_IF_ERROR(
+      parse_list<RowwiseTuned>(doc, "rowwise", source, parse_rowwise_entry, &t));
   KESTREL_RETURN_IF_ERROR(parse_list<GemmTuned>(doc, "gemm", source, parse_gemm_entry, &t));
   *out = std::move(t);
   return Status::Ok();
@@ -249,8 +249,8 @@ Status active_tuning_table(const TuningTable** out) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Loaded>> files;
   static const TuningTable kEmpty;
-  const char* path = std::getenv("KESTREL_TUNING_TABLE");
-  if (!path || !*path) {
+  const std::string path = tuning_table_path();
+  if (path.empty()) {
     *out = &kEmpty;
     return Status::Ok();
   }
@@ -260,17 +260,21 @@ Status active_tuning_table(const TuningTable** out) {
     slot = std::make_unique<Loaded>();
     std::ifstream f(path);
     if (!f) {
-      slot->status =
-          Status::NotFound(std::string("KESTREL_TUNING_TABLE: cannot read '") + path + "'");
+      slot->status = Status::NotFound("KESTREL_TUNING_TABLE: cannot read '" + path + "'");
     } else {
       std::stringstream text;
       text << f.rdbuf();
-      slot->status = TuningTable::parse(
-          text.str(), std::string("KESTREL_TUNING_TABLE '") + path + "'", &slot->table);
+      slot->status =
+          TuningTable::parse(text.str(), "KESTREL_TUNING_TABLE '" + path + "'", &slot->table);
     }
   }
   *out = &slot->table;
   return slot->status;
+}
+
+std::string tuning_table_path() {
+  const char* path = std::getenv("KESTREL_TUNING_TABLE");
+  return path ? path : "";
 }
 
 }  // namespace kestrel::ops

@@ -100,6 +100,8 @@ const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTun
 // once per process); empty where the variable is unset. A file that cannot
 // be read or parsed fails every call that consults it, with the reason.
 Status active_tuning_table(const TuningTable** out);
+// The file $KESTREL_TUNING_TABLE names; empty where none.
+std::string tuning_table_path();
 
 const char* row_access_name(RowAccess a);  // "vector", "shifted", "elementwise"
 

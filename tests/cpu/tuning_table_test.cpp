@@ -92,7 +92,8 @@ TEST(TuningTable, BadFilesAreRefusedWithTheRule) {
       {with("softmax_fwd", "bf16", "4096", "vector", R"({"threads": 48, "tpr": 16, "cluster": 1})"),
        "threads must be 32, 64, 128, 256, 512 or 1024"},
       // 262144 bf16 elements in one CTA of 32 threads: too many vectors a thread.
-      {with("softmax_fwd", "bf16", "262144", "vector", R"({"threads": 32, "tpr": 32, "cluster": 1})"),
+      {with("softmax_fwd", "bf16", "262144", "vector",
+            R"({"threads": 32, "tpr": 32, "cluster": 1})"),
        "vectors per thread"},
       {with("softmax_fwd", "bf16", "4096", "vector", ""), "entry 0:"},
   };
@@ -164,8 +165,8 @@ TEST(TuningTable, GemmEntriesRoundTripAndServeTheirExactShape) {
 
 TEST(TuningTable, BadGemmEntriesAreRefusedWithTheRule) {
   auto with = [](const std::string& fields, const std::string& config) {
-    return R"({"format": "kestrel-tuning-1", "gemm": [{"gpu": "G", )" + fields +
-           R"(, "config": )" + config + "}]}";
+    return R"({"format": "kestrel-tuning-1", "gemm": [{"gpu": "G", )" + fields + R"(, "config": )" +
+           config + "}]}";
   };
   const std::string shape = R"("op": "gemm", "m": 128, "n": 7168, "k": 16384)";
   const std::string cfg = R"({"bn": 128, "stages": 4, "split": 2})";

@@ -93,16 +93,15 @@ TEST(TuningTableGpu, AnUnreadableTableFailsTheCallWithTheReason) {
   KESTREL_REQUIRE_GPU();
   const testing::ScopedEnv env("KESTREL_TUNING_TABLE", "/nonexistent/kestrel_table.json");
   ops::RowPlan plan;
-  const Status s = ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, nullptr,
-                                  kRowVector, &plan);
+  const Status s =
+      ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, nullptr, kRowVector, &plan);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("KESTREL_TUNING_TABLE: cannot read '/nonexistent/"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("KESTREL_TUNING_TABLE: cannot read '/nonexistent/"), std::string::npos)
       << s.to_string();
   // A configuration given by the caller needs no table.
-  EXPECT_TRUE(ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, &kTuned, kRowVector,
-                             &plan)
-                  .ok());
+  EXPECT_TRUE(
+      ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, &kTuned, kRowVector, &plan)
+          .ok());
 }
 
 }  // namespace
