@@ -162,7 +162,8 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
       return fail(kExitFailure, "--save: the heuristic's call or every configuration failed");
     bench::Params best;
     s = bench::resolve_params(*op, suite.cases[order.front()].params, &best);
-    if (s.ok()) s = save_fastest(*op, best, rows[order.front()].time_us, rows.front().time_us, o.save);
+    if (s.ok())
+      s = save_fastest(*op, best, rows[order.front()].time_us, rows.front().time_us, o.save);
     if (!s.ok()) return fail(exit_code_of(s), s.to_string());
   }
   return kExitOk;

@@ -269,6 +269,12 @@ std::vector<std::map<std::string, std::string>> gemm_configs(const Params&) {
   return out;
 }
 
+// Whether the kernel reads blocked weight scales: packed weights carry
+// linear ones (ops::packed_weight_view).
+bool weights_blocked(const GemmShape& s, bool packed) {
+  return !packed && s.b_layout == ScaleLayout::kBlocked;
+}
+
 // The GEMM kernel of a configuration, for `kestrel tune` to compile ahead
 // (OpInfo::kernels; best effort: the op may still shrink a K split that does
 // not fit in one wave, whose kernel then compiles at its launch). A cluster
@@ -279,8 +285,7 @@ std::function<std::vector<rt::KernelSpec>(const Params&)> gemm_kernels(bool dual
     GemmConfig cfg;
     if (!read_shape(p, &s).ok() || !read_config(p, &cfg)) return {};
     const bool packed = p.integer("packed") != 0;
-    // Packed weights carry linear scales (ops::packed_weight_view).
-    const bool w_blocked = !packed && s.b_layout == ScaleLayout::kBlocked;
+    const bool w_blocked = weights_blocked(s, packed);
     std::vector<rt::KernelSpec> out{ops::gemm_kernel_spec(s.out, cfg, w_blocked, dual, packed)};
     if (cfg.split_k > 1 && !cfg.k_tail) {
       cfg.split_l2 = !cfg.split_l2;
@@ -300,8 +305,7 @@ auto gemm_tuned_entry(bool dual) {
     const rt::DeviceInfo* dev = nullptr;
     KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
     const bool packed = p.integer("packed") != 0;
-    // Packed weights carry linear scales (ops::packed_weight_view).
-    const bool w_blocked = !packed && s.b_layout == ScaleLayout::kBlocked;
+    const bool w_blocked = weights_blocked(s, packed);
     GemmConfig given;
     const bool has_given = read_config(p, &given);
     const GemmConfig heuristic =

@@ -640,25 +640,29 @@ void register_rowwise_ops(OpRegistry& reg) {
          return check_softmax(p, e, o, false);
        },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, false); },
-       configs_of(RowwiseOp::kSoftmaxFwd), kernels_of(RowwiseOp::kSoftmaxFwd), tuned_entry_of(RowwiseOp::kSoftmaxFwd)});
+       configs_of(RowwiseOp::kSoftmaxFwd), kernels_of(RowwiseOp::kSoftmaxFwd),
+       tuned_entry_of(RowwiseOp::kSoftmaxFwd)});
   reg.add(
       {"softmax_bwd", kFamily, "dx = y * (dy - sum(dy * y)) along rows", common({}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_softmax(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_softmax(p, e, o, true); },
-       configs_of(RowwiseOp::kSoftmaxBwd), kernels_of(RowwiseOp::kSoftmaxBwd), tuned_entry_of(RowwiseOp::kSoftmaxBwd)});
+       configs_of(RowwiseOp::kSoftmaxBwd), kernels_of(RowwiseOp::kSoftmaxBwd),
+       tuned_entry_of(RowwiseOp::kSoftmaxBwd)});
   reg.add(
       {"cross_entropy_fwd", kFamily,
        "loss (fp32, torch semantics) and lse[M] from logits[M][V] and int64 targets",
        common({reduction, smoothing}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, false); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, false); },
-       configs_of(RowwiseOp::kCrossEntropyFwd), kernels_of(RowwiseOp::kCrossEntropyFwd), tuned_entry_of(RowwiseOp::kCrossEntropyFwd)});
+       configs_of(RowwiseOp::kCrossEntropyFwd), kernels_of(RowwiseOp::kCrossEntropyFwd),
+       tuned_entry_of(RowwiseOp::kCrossEntropyFwd)});
   reg.add(
       {"cross_entropy_bwd", kFamily, "dlogits from dloss, logits, targets and the saved lse",
        common({reduction, smoothing, total_weight}),
        [](const Params& p, const OpEnv& e, CheckReport* o) { return check_xent(p, e, o, true); },
        [](const Params& p, const OpEnv& e, BenchCase* o) { return bench_xent(p, e, o, true); },
-       configs_of(RowwiseOp::kCrossEntropyBwd), kernels_of(RowwiseOp::kCrossEntropyBwd), tuned_entry_of(RowwiseOp::kCrossEntropyBwd)});
+       configs_of(RowwiseOp::kCrossEntropyBwd), kernels_of(RowwiseOp::kCrossEntropyBwd),
+       tuned_entry_of(RowwiseOp::kCrossEntropyBwd)});
 }
 
 }  // namespace kestrel::bench

@@ -157,8 +157,8 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
     const TuningTable* table = nullptr;
     KESTREL_RETURN_IF_ERROR(active_tuning_table(&table));
     if (!table->gemm().empty()) {
-      const GemmTuningKey key{dev->name, dual,    shape.m,  shape.n,
-                              shape.k,   shape.batches, w_packed, w_blocked && !w_packed};
+      const GemmTuningKey key{dev->name, dual,          shape.m,  shape.n,
+                              shape.k,   shape.batches, w_packed, w_blocked};
       if (const GemmTuned* e = table->find(key)) tuned = &e->config;
     }
   }
