@@ -4,6 +4,7 @@
 // a configuration that fails the check or cannot launch is never ranked.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "bench/runner.h"
 #include "cli.h"
 #include "op_commands.h"
+#include "ops/tuning_table.h"
 
 namespace kestrel::cli {
 namespace {
@@ -19,7 +21,7 @@ namespace {
 struct TuneOptions {
   int runs = 20, warmup = 3, top = 10;
   bool no_check = false;
-  std::string save;  // tuning table file to put the fastest configuration in
+  std::string save;     // tuning table file to put the fastest configuration in
   int64_t check_m = 0;  // > 0: check each configuration at this many rows, not --m's
 };
 
@@ -90,9 +92,10 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   // First the heuristic's own choice (the values as given), then every configuration.
   bench::Suite suite;
   suite.name = "tune " + e->op;
-  // Under a tuning table the op's own choice may be the table's.
-  suite.cases.push_back({e->op, e->values,
-                         ops::tuning_table_path().empty() ? "heuristic" : "heuristic or table"});
+  // The first row is the heuristic's with every tuning table off: the
+  // baseline a saved entry records (a table's pick is in the grid anyway).
+  setenv("KESTREL_TUNING_TABLE", ops::kNoTuningTables, 1);
+  suite.cases.push_back({e->op, e->values, "heuristic"});
   for (const auto& cfg : configs) {
     auto values = e->values;
     for (const auto& [k, v] : cfg) values[k] = v;
@@ -103,7 +106,7 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
     suite.cases.push_back({e->op, values, as_options(cfg)});
   }
   if (o.check_m > 0 && std::none_of(op->params.begin(), op->params.end(),
-                                     [](const bench::ParamSpec& p) { return p.name == "m"; }))
+                                    [](const bench::ParamSpec& p) { return p.name == "m"; }))
     return fail(kExitUsage, "--check-m: op '" + e->op + "' has no m parameter");
   if (!require_gpu()) return kExitFailure;
   precompile_cases(*op, suite);

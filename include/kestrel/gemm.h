@@ -42,8 +42,9 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // K: a multiple of 64. M = 1 runs the GEMV kernel.
 // Runs a small pre-pass that expands A to fp16 in a stream-ordered scratch
 // allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
-// table's entry for this GPU and exact shape (the file $KESTREL_TUNING_TABLE
-// names, written by `kestrel tune gemm ... --save`), else the heuristic's.
+// table's entry for this GPU and exact shape (the shipped tables, under the
+// file $KESTREL_TUNING_TABLE names, written by `kestrel tune gemm ... --save`;
+// "none": no table), else the heuristic's.
 Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                   cudaStream_t stream, const GemmConfig* config = nullptr);
 

@@ -42,9 +42,10 @@ const char* rowwise_op_name(RowwiseOp op);  // "rmsnorm_fwd", ...
 
 // How a row is spread over the GPU (for tuning). A call given none takes the
 // tuning table's configuration for its GPU, op, dtype, N, row alignment and
-// options (the file $KESTREL_TUNING_TABLE names, written by `kestrel tune
-// --save`; each file read once per process), where the table has one and
-// the call's rows fill the GPU with it; else the heuristic's.
+// options (the tables shipped in the library, under the entries of the file
+// $KESTREL_TUNING_TABLE names, written by `kestrel tune --save`; each file
+// read once per process; "none" turns every table off), where the table has
+// one and the call's rows fill the GPU with it; else the heuristic's.
 // A CTA of `threads` threads holds threads / threads_per_row rows; a row is
 // split over `cluster` CTAs (cross_entropy_bwd, which reduces nothing, splits
 // over independent CTAs).

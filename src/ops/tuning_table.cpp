@@ -10,6 +10,7 @@
 
 #include "ops/gemm_common.h"
 #include "ops/rowwise_config.h"
+#include "runtime/embedded_sources.h"
 
 namespace kestrel::ops {
 namespace {
@@ -148,6 +149,12 @@ const Entry* find_entry(const std::vector<Entry>& list, const Key& k) {
   return nullptr;
 }
 
+// $KESTREL_TUNING_TABLE's value: a file, "none", or empty where unset.
+std::string tuning_table_path() {
+  const char* path = std::getenv("KESTREL_TUNING_TABLE");
+  return path ? path : "";
+}
+
 }  // namespace
 
 const char* row_access_name(RowAccess a) {
@@ -223,6 +230,10 @@ std::string TuningTable::to_json() const {
 
 void TuningTable::put(const RowwiseTuned& e) { put_entry(&rowwise_, e); }
 void TuningTable::put(const GemmTuned& e) { put_entry(&gemm_, e); }
+void TuningTable::put_all(const TuningTable& t) {
+  for (const RowwiseTuned& e : t.rowwise_) put(e);
+  for (const GemmTuned& e : t.gemm_) put(e);
+}
 const RowwiseTuned* TuningTable::find(const RowwiseTuningKey& k) const {
   return find_entry<RowwiseTuned>(rowwise_, k);
 }
@@ -239,7 +250,36 @@ const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTun
   return ctas >= sm_count ? &e->config : nullptr;
 }
 
+Status shipped_tuning_table(const TuningTable** out) {
+  struct Shipped {
+    TuningTable table;
+    Status status;
+  };
+  static const Shipped shipped = [] {
+    Shipped s;
+    for (const rt::EmbeddedSource& f : rt::embedded_tuning_tables()) {
+      TuningTable one;
+      s.status = TuningTable::parse(f.text, std::string("shipped table tuning/") + f.path, &one);
+      if (!s.status.ok()) break;
+      s.table.put_all(one);
+    }
+    return s;
+  }();
+  *out = &shipped.table;
+  return shipped.status;
+}
+
 Status active_tuning_table(const TuningTable** out) {
+  const TuningTable* shipped = nullptr;
+  const std::string path = tuning_table_path();
+  static const TuningTable kEmpty;
+  *out = &kEmpty;
+  if (path == kNoTuningTables) return Status::Ok();
+  KESTREL_RETURN_IF_ERROR(shipped_tuning_table(&shipped));
+  if (path.empty()) {
+    *out = shipped;
+    return Status::Ok();
+  }
   // Each file read once; kept for the process, so that a table handed out
   // stays valid when the variable later names another.
   struct Loaded {
@@ -248,33 +288,25 @@ Status active_tuning_table(const TuningTable** out) {
   };
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Loaded>> files;
-  static const TuningTable kEmpty;
-  const std::string path = tuning_table_path();
-  if (path.empty()) {
-    *out = &kEmpty;
-    return Status::Ok();
-  }
   std::lock_guard<std::mutex> lock(mu);
   std::unique_ptr<Loaded>& slot = files[path];
   if (!slot) {
     slot = std::make_unique<Loaded>();
     std::ifstream f(path);
+    TuningTable own;
     if (!f) {
       slot->status = Status::NotFound("KESTREL_TUNING_TABLE: cannot read '" + path + "'");
     } else {
       std::stringstream text;
       text << f.rdbuf();
-      slot->status =
-          TuningTable::parse(text.str(), "KESTREL_TUNING_TABLE '" + path + "'", &slot->table);
+      slot->status = TuningTable::parse(text.str(), "KESTREL_TUNING_TABLE '" + path + "'", &own);
     }
+    // The file's entries over the shipped ones of the same key.
+    slot->table = *shipped;
+    slot->table.put_all(own);
   }
   *out = &slot->table;
   return slot->status;
-}
-
-std::string tuning_table_path() {
-  const char* path = std::getenv("KESTREL_TUNING_TABLE");
-  return path ? path : "";
 }
 
 }  // namespace kestrel::ops

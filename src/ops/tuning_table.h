@@ -15,8 +15,8 @@
 //              "split": 1, "split_l2": false, "tail": true},
 //              "us": 66.9, "heuristic_us": 66.9}]}
 // "us", "heuristic_us" and "tuned_m" record the search; the rest is the key
-// and the pick. A row-wise entry serves any number of rows that fills the
-// GPU with it; a GEMM entry serves its exact shape.
+// and the pick. The library ships the tables under tuning/ (one per GPU). A row-wise entry serves
+// any number of rows that fills the GPU with it; a GEMM entry serves its exact shape.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -80,6 +80,7 @@ class TuningTable {
   // Adds `e`, replacing an entry of the same key.
   void put(const RowwiseTuned& e);
   void put(const GemmTuned& e);
+  void put_all(const TuningTable& t);  // every entry of `t`, over ours of the same key
   const RowwiseTuned* find(const RowwiseTuningKey& k) const;
   const GemmTuned* find(const GemmTuningKey& k) const;
   const std::vector<RowwiseTuned>& rowwise() const { return rowwise_; }
@@ -96,12 +97,18 @@ class TuningTable {
 const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTuningKey& k,
                                           int64_t m, int sm_count);
 
-// The table in effect: the file $KESTREL_TUNING_TABLE names (each file read
-// once per process); empty where the variable is unset. A file that cannot
-// be read or parsed fails every call that consults it, with the reason.
+// KESTREL_TUNING_TABLE's value that turns every table off: the heuristic's picks.
+constexpr const char* kNoTuningTables = "none";
+
+// The tables shipped in the library (tuning/*.json, embedded at build time),
+// merged.
+Status shipped_tuning_table(const TuningTable** out);
+
+// The table in effect: the shipped tables, under the entries of the file
+// $KESTREL_TUNING_TABLE names (each file read once per process); none at all
+// where the variable is "none". A file that cannot be read or parsed fails
+// every call that consults it, with the reason.
 Status active_tuning_table(const TuningTable** out);
-// The file $KESTREL_TUNING_TABLE names; empty where none.
-std::string tuning_table_path();
 
 const char* row_access_name(RowAccess a);  // "vector", "shifted", "elementwise"
 

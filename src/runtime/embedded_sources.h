@@ -1,5 +1,6 @@
-// The kernel headers under kernels/, embedded at build time
-// (cmake/embed_kernels.cmake) so NVRTC can compile them without a source tree.
+// Files embedded at build time (cmake/embed_files.cmake): the kernel headers
+// under kernels/, so NVRTC can compile them without a source tree, and the
+// shipped tuning tables under tuning/.
 #pragma once
 #include <string>
 #include <vector>
@@ -7,10 +8,11 @@
 namespace kestrel::rt {
 
 struct EmbeddedSource {
-  const char* path;  // relative to kernels/, e.g. "common/ptx.cuh"
+  const char* path;  // relative to its folder, e.g. "common/ptx.cuh", "h100.json"
   std::string text;
 };
 
 const std::vector<EmbeddedSource>& embedded_sources();
+const std::vector<EmbeddedSource>& embedded_tuning_tables();
 
 }  // namespace kestrel::rt

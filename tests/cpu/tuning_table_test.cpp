@@ -7,10 +7,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ops/rowwise_plan.h"
+#include "runtime/embedded_sources.h"
 #include "scoped_env.h"
 
 namespace kestrel::ops {
@@ -198,18 +200,57 @@ TEST(TuningTable, VariantNamesTheOptionsInAFixedOrder) {
   EXPECT_EQ(s.tuning_variant(), "smoothing");
 }
 
-// The one test that reads $KESTREL_TUNING_TABLE (read once per process).
-TEST(TuningTable, TheActiveTableIsTheFileTheEnvironmentNames) {
-  const std::string path = ::testing::TempDir() + "kestrel_tuning_table_test.json";
-  TuningTable t;
-  t.put(entry(50257, kRowShifted, "", {512, 512, 1}));
-  std::ofstream(path) << t.to_json();
-  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", path);
+// Each shipped table (tuning/*.json, embedded) parses, holds one entry per
+// key, and was tuned on rows of its entries' own length.
+TEST(TuningTable, TheShippedTablesParseWithOneEntryPerKey) {
+  ASSERT_FALSE(rt::embedded_tuning_tables().empty());
+  size_t entries = 0;
+  for (const rt::EmbeddedSource& f : rt::embedded_tuning_tables()) {
+    SCOPED_TRACE(f.path);
+    const nlohmann::json doc = nlohmann::json::parse(f.text);
+    TuningTable t;
+    const Status s = TuningTable::parse(f.text, f.path, &t);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_EQ(t.rowwise().size(), doc.at("rowwise").size()) << "two entries of one key";
+    EXPECT_EQ(t.gemm().size(), doc.at("gemm").size()) << "two entries of one key";
+    for (const RowwiseTuned& e : t.rowwise()) EXPECT_GT(e.tuned_m, 0) << e.key.n;
+    entries += t.rowwise().size() + t.gemm().size();
+  }
+  const TuningTable* shipped = nullptr;
+  ASSERT_TRUE(shipped_tuning_table(&shipped).ok());
+  EXPECT_EQ(shipped->rowwise().size() + shipped->gemm().size(), entries);
+}
+
+// The tests that read $KESTREL_TUNING_TABLE (each file read once per process).
+TEST(TuningTable, TheActiveTableIsTheShippedOnesUnderTheFileTheEnvironmentNames) {
+  const TuningTable* shipped = nullptr;
+  ASSERT_TRUE(shipped_tuning_table(&shipped).ok());
+  ASSERT_FALSE(shipped->rowwise().empty());
   const TuningTable* active = nullptr;
+  {
+    const testing::ScopedEnv unset("KESTREL_TUNING_TABLE", nullptr);
+    ASSERT_TRUE(active_tuning_table(&active).ok());
+    EXPECT_EQ(active, shipped);
+  }
+  {
+    const testing::ScopedEnv none("KESTREL_TUNING_TABLE", kNoTuningTables);
+    ASSERT_TRUE(active_tuning_table(&active).ok());
+    EXPECT_TRUE(active->rowwise().empty() && active->gemm().empty());
+  }
+  // A file entry of a shipped key replaces it; one of a new key joins them.
+  RowwiseTuned over = shipped->rowwise().front();
+  over.config.cluster = over.config.cluster == 16 ? 8 : 16;
+  TuningTable file;
+  file.put(over);
+  file.put(entry(777, kRowVector, "", {128, 128, 1}));
+  const std::string path = ::testing::TempDir() + "kestrel_tuning_table_test.json";
+  std::ofstream(path) << file.to_json();
+  const testing::ScopedEnv env("KESTREL_TUNING_TABLE", path.c_str());
   ASSERT_TRUE(active_tuning_table(&active).ok());
-  ASSERT_NE(active, nullptr);
-  ASSERT_EQ(active->rowwise().size(), 1u);
-  EXPECT_TRUE(active->rowwise()[0].key == t.rowwise()[0].key);
+  EXPECT_EQ(active->rowwise().size(), shipped->rowwise().size() + 1);
+  ASSERT_NE(active->find(over.key), nullptr);
+  EXPECT_EQ(active->find(over.key)->config.describe(), over.config.describe());
+  EXPECT_NE(active->find(file.rowwise().back().key), nullptr);
   std::remove(path.c_str());
 }
 

@@ -4,6 +4,7 @@
 // call with the reason instead of being ignored.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -29,14 +30,18 @@ constexpr int64_t kM = 4096, kN = 1000;
 // Not the heuristic's pick for bf16 rows of 1000 (t64 r16 c1).
 const RowwiseConfig kTuned{128, 128, 1};
 
-// A table with one cross_entropy_fwd entry for this GPU, smoothed bf16 rows of kN.
+// A table with one cross_entropy_fwd entry for `gpu`, smoothed bf16 rows of
+// kN. One file per GPU name: each file is read once per process.
 std::string write_table(const std::string& gpu) {
   ops::TuningTable t;
   ops::RowwiseTuned e;
   e.key = {gpu, RowwiseOp::kCrossEntropyFwd, DType::kBF16, kN, kRowVector, "smoothing"};
   e.config = kTuned;
   t.put(e);
-  const std::string path = ::testing::TempDir() + "kestrel_tuning_gpu_test.json";
+  std::string file = gpu;
+  for (char& c : file)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  const std::string path = ::testing::TempDir() + "kestrel_tuning_gpu_test_" + file + ".json";
   std::ofstream(path) << t.to_json();
   return path;
 }
@@ -102,6 +107,36 @@ TEST(TuningTableGpu, AnUnreadableTableFailsTheCallWithTheReason) {
   EXPECT_TRUE(
       ops::plan_rows(RowwiseOp::kSoftmaxFwd, kM, kN, DType::kBF16, &kTuned, kRowVector, &plan)
           .ok());
+}
+
+// Every shipped entry for this GPU is what a call of its shape plans (the
+// `kestrel check` runs of gpu_check.sh run them against the reference).
+TEST(TuningTableGpu, CallsOfAShippedEntrysShapePlanIt) {
+  KESTREL_REQUIRE_GPU();
+  const rt::DeviceInfo* dev = nullptr;
+  ASSERT_TRUE(rt::current_device(&dev).ok());
+  const testing::ScopedEnv unset("KESTREL_TUNING_TABLE", nullptr);
+  const ops::TuningTable* shipped = nullptr;
+  ASSERT_TRUE(ops::shipped_tuning_table(&shipped).ok());
+  int planned_entries = 0;
+  for (const ops::RowwiseTuned& e : shipped->rowwise()) {
+    if (e.key.gpu != dev->name) continue;
+    SCOPED_TRACE(std::string(rowwise_op_name(e.key.op)) + " n=" + std::to_string(e.key.n) + " " +
+                 e.key.variant);
+    ops::RowVariant v;
+    v.residual = e.key.variant.find("residual") != std::string::npos;
+    v.weight = e.key.variant.find("weight") != std::string::npos;
+    v.smoothing = e.key.variant.find("smoothing") != std::string::npos;
+    ASSERT_EQ(v.tuning_variant(), e.key.variant);
+    ops::RowPlan plan;
+    const Status s =
+        ops::plan_rows(e.key.op, e.tuned_m, e.key.n, e.key.dtype, nullptr, e.key.access, &plan, v);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_EQ(plan.cfg.describe(), e.config.describe());
+    EXPECT_EQ(plan.access, e.key.access);
+    ++planned_entries;
+  }
+  if (planned_entries == 0) GTEST_SKIP() << "no shipped tuning entries for " << dev->name;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Sets an environment variable for one scope, restoring it after.
+// Sets (or, given null, unsets) an environment variable for one scope,
+// restoring it after.
 #pragma once
 #include <cstdlib>
 #include <string>
@@ -7,10 +8,14 @@ namespace kestrel::testing {
 
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
   ~ScopedEnv() {
     if (had_)
       setenv(name_, old_.c_str(), 1);
