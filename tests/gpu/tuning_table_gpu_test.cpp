@@ -56,6 +56,29 @@ RowwiseConfig planned(bool smoothing) {
   return plan.cfg;
 }
 
+// cross_entropy_fwd (reduction none) on m fresh bf16 rows of n logits, row
+// stride n, against the float64 reference; outputs poisoned first.
+void expect_xent_fwd_matches_reference(int64_t m, int64_t n, float smoothing) {
+  const Rows logits(DType::kBF16, m, n, 0, testing::random_normal(m * n, 31, 2.0));
+  const auto target = testing::random_targets(m, n, 32, -100, 5);
+  const DeviceRows dl = DeviceRows::input(logits);
+  const DeviceBuffer dt = DeviceBuffer::from(target);
+  const DeviceBuffer loss = testing::poisoned_f32(m), lse = testing::poisoned_f32(m);
+  CrossEntropyOptions opt;
+  opt.label_smoothing = smoothing;
+  opt.reduction = Reduction::kNone;
+  const Status s = cross_entropy_fwd(dl.view, TensorView::dense(dt.get(), DType::kI64, {m}),
+                                     TensorView::dense(loss.get(), DType::kF32, {m}),
+                                     TensorView::dense(lse.get(), DType::kF32, {m}), nullptr, opt);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  const auto want = ref::cross_entropy_fwd(logits.values.data(), target.data(), m, n, -100,
+                                           smoothing, ref::Reduction::kNone);
+  const auto lse_report = testing::compare_fp32(testing::read_f32(lse), want.lse, 1e-5, m);
+  EXPECT_TRUE(lse_report.pass) << lse_report.to_string();
+  const auto loss_report = testing::compare_fp32(testing::read_f32(loss), want.loss, 1e-5, m);
+  EXPECT_TRUE(loss_report.pass) << loss_report.to_string();
+}
+
 TEST(TuningTableGpu, CallsTakeTheirEntryAndMatchTheReference) {
   KESTREL_REQUIRE_GPU();
   const rt::DeviceInfo* dev = nullptr;
@@ -65,24 +88,7 @@ TEST(TuningTableGpu, CallsTakeTheirEntryAndMatchTheReference) {
   EXPECT_EQ(planned(true).describe(), kTuned.describe());
   EXPECT_NE(planned(false).describe(), kTuned.describe());  // another variant: the heuristic's
 
-  const Rows logits(DType::kBF16, kM, kN, 0, testing::random_normal(kM * kN, 31, 2.0));
-  const auto target = testing::random_targets(kM, kN, 32, -100, 5);
-  const DeviceRows dl = DeviceRows::input(logits);
-  const DeviceBuffer dt = DeviceBuffer::from(target);
-  const DeviceBuffer loss = testing::poisoned_f32(kM), lse = testing::poisoned_f32(kM);
-  CrossEntropyOptions opt;
-  opt.label_smoothing = 0.1f;
-  opt.reduction = Reduction::kNone;
-  const Status s = cross_entropy_fwd(dl.view, TensorView::dense(dt.get(), DType::kI64, {kM}),
-                                     TensorView::dense(loss.get(), DType::kF32, {kM}),
-                                     TensorView::dense(lse.get(), DType::kF32, {kM}), nullptr, opt);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  const auto want = ref::cross_entropy_fwd(logits.values.data(), target.data(), kM, kN, -100, 0.1,
-                                           ref::Reduction::kNone);
-  const auto lse_report = testing::compare_fp32(testing::read_f32(lse), want.lse, 1e-5, kM);
-  EXPECT_TRUE(lse_report.pass) << lse_report.to_string();
-  const auto loss_report = testing::compare_fp32(testing::read_f32(loss), want.loss, 1e-5, kM);
-  EXPECT_TRUE(loss_report.pass) << loss_report.to_string();
+  expect_xent_fwd_matches_reference(kM, kN, 0.1f);
   std::remove(path.c_str());
 }
 
@@ -109,16 +115,17 @@ TEST(TuningTableGpu, AnUnreadableTableFailsTheCallWithTheReason) {
           .ok());
 }
 
-// Every shipped entry for this GPU is what a call of its shape plans (the
-// `kestrel check` runs of gpu_check.sh run them against the reference).
-TEST(TuningTableGpu, CallsOfAShippedEntrysShapePlanIt) {
+// Every shipped entry for this GPU is what a call of its row length plans,
+// at the rows it was tuned on and at the fewest that fill the GPU with it;
+// cross_entropy_fwd's entries also run there against the float64 reference.
+TEST(TuningTableGpu, ShippedEntriesArePlannedAndMatchTheReference) {
   KESTREL_REQUIRE_GPU();
   const rt::DeviceInfo* dev = nullptr;
   ASSERT_TRUE(rt::current_device(&dev).ok());
   const testing::ScopedEnv unset("KESTREL_TUNING_TABLE", nullptr);
   const ops::TuningTable* shipped = nullptr;
   ASSERT_TRUE(ops::shipped_tuning_table(&shipped).ok());
-  int planned_entries = 0;
+  int entries = 0;
   for (const ops::RowwiseTuned& e : shipped->rowwise()) {
     if (e.key.gpu != dev->name) continue;
     SCOPED_TRACE(std::string(rowwise_op_name(e.key.op)) + " n=" + std::to_string(e.key.n) + " " +
@@ -128,15 +135,24 @@ TEST(TuningTableGpu, CallsOfAShippedEntrysShapePlanIt) {
     v.weight = e.key.variant.find("weight") != std::string::npos;
     v.smoothing = e.key.variant.find("smoothing") != std::string::npos;
     ASSERT_EQ(v.tuning_variant(), e.key.variant);
-    ops::RowPlan plan;
-    const Status s =
-        ops::plan_rows(e.key.op, e.tuned_m, e.key.n, e.key.dtype, nullptr, e.key.access, &plan, v);
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    EXPECT_EQ(plan.cfg.describe(), e.config.describe());
-    EXPECT_EQ(plan.access, e.key.access);
-    ++planned_entries;
+    const int64_t fill_m =
+        (dev->sm_count + e.config.cluster - 1) / e.config.cluster * e.config.rows_per_cta();
+    for (int64_t m : {e.tuned_m, fill_m}) {
+      ops::RowPlan plan;
+      const Status s =
+          ops::plan_rows(e.key.op, m, e.key.n, e.key.dtype, nullptr, e.key.access, &plan, v);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_EQ(plan.cfg.describe(), e.config.describe()) << m << " rows";
+      EXPECT_EQ(plan.access, e.key.access) << m << " rows";
+    }
+    // Dense rows of n: shifted where 16-byte vectors do not divide them.
+    const bool dense_rows_match =
+        (e.key.n * dtype_size(e.key.dtype) % 16 == 0) == (e.key.access == kRowVector);
+    if (e.key.op == RowwiseOp::kCrossEntropyFwd && e.key.dtype == DType::kBF16 && dense_rows_match)
+      expect_xent_fwd_matches_reference(fill_m, e.key.n, v.smoothing ? 0.1f : 0.0f);
+    ++entries;
   }
-  if (planned_entries == 0) GTEST_SKIP() << "no shipped tuning entries for " << dev->name;
+  if (entries == 0) GTEST_SKIP() << "no shipped tuning entries for " << dev->name;
 }
 
 }  // namespace
