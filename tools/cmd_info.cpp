@@ -1,11 +1,13 @@
 // `kestrel info` (the GPU and its ceilings) and `kestrel calibrate`.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "bench/ceilings.h"
 #include "bench/report.h"
 #include "cli.h"
+#include "ops/tuning_table.h"
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 
@@ -35,6 +37,23 @@ void print_ceilings(const bench::Ceilings& c) {
   std::printf("  cache: %s\n", cache.empty() ? "off (KESTREL_CACHE_DIR=off)" : cache.c_str());
 }
 
+// The tuning entries that calls on this GPU may take, and where they come from.
+void print_tuning(const rt::DeviceInfo& dev) {
+  const ops::TuningTable* table = nullptr;
+  const Status s = ops::active_tuning_table(&table);
+  if (!s.ok()) {
+    std::printf("Tuning:       %s\n", s.to_string().c_str());
+    return;
+  }
+  const auto rowwise =
+      std::count_if(table->rowwise().begin(), table->rowwise().end(),
+                    [&](const ops::RowwiseTuned& e) { return e.key.gpu == dev.name; });
+  const auto gemm = std::count_if(table->gemm().begin(), table->gemm().end(),
+                                  [&](const ops::GemmTuned& e) { return e.key.gpu == dev.name; });
+  std::printf("Tuning:       %ld row-wise and %ld GEMM entries for this GPU, from %s\n",
+              long(rowwise), long(gemm), ops::active_tuning_table_source().c_str());
+}
+
 int run_info() {
   if (!require_gpu()) return kExitFailure;
   const rt::DeviceInfo* dev = nullptr;
@@ -56,6 +75,7 @@ int run_info() {
               driver / 1000, driver % 1000 / 10);
   const std::string kc = rt::kernel_cache_dir();
   std::printf("Kernel cache: %s\n", kc.empty() ? "off" : kc.c_str());
+  print_tuning(*dev);
   bench::Ceilings c;
   s = bench::get_ceilings(false, &c);
   if (!s.ok()) return fail(kExitFailure, "ceilings: " + s.to_string());

@@ -309,4 +309,10 @@ Status active_tuning_table(const TuningTable** out) {
   return slot->status;
 }
 
+std::string active_tuning_table_source() {
+  const std::string path = tuning_table_path();
+  if (path == kNoTuningTables) return "no table (KESTREL_TUNING_TABLE=none)";
+  return path.empty() ? "the shipped tables" : "the shipped tables under '" + path + "'";
+}
+
 }  // namespace kestrel::ops

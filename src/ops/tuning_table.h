@@ -109,6 +109,8 @@ Status shipped_tuning_table(const TuningTable** out);
 // where the variable is "none". A file that cannot be read or parsed fails
 // every call that consults it, with the reason.
 Status active_tuning_table(const TuningTable** out);
+// Where the table in effect comes from, in words (for `kestrel info`).
+std::string active_tuning_table_source();
 
 const char* row_access_name(RowAccess a);  // "vector", "shifted", "elementwise"
 

@@ -231,11 +231,13 @@ TEST(TuningTable, TheActiveTableIsTheShippedOnesUnderTheFileTheEnvironmentNames)
     const testing::ScopedEnv unset("KESTREL_TUNING_TABLE", nullptr);
     ASSERT_TRUE(active_tuning_table(&active).ok());
     EXPECT_EQ(active, shipped);
+    EXPECT_EQ(active_tuning_table_source(), "the shipped tables");
   }
   {
     const testing::ScopedEnv none("KESTREL_TUNING_TABLE", kNoTuningTables);
     ASSERT_TRUE(active_tuning_table(&active).ok());
     EXPECT_TRUE(active->rowwise().empty() && active->gemm().empty());
+    EXPECT_EQ(active_tuning_table_source(), "no table (KESTREL_TUNING_TABLE=none)");
   }
   // A file entry of a shipped key replaces it; one of a new key joins them.
   RowwiseTuned over = shipped->rowwise().front();
@@ -251,6 +253,7 @@ TEST(TuningTable, TheActiveTableIsTheShippedOnesUnderTheFileTheEnvironmentNames)
   ASSERT_NE(active->find(over.key), nullptr);
   EXPECT_EQ(active->find(over.key)->config.describe(), over.config.describe());
   EXPECT_NE(active->find(file.rowwise().back().key), nullptr);
+  EXPECT_EQ(active_tuning_table_source(), "the shipped tables under '" + path + "'");
   std::remove(path.c_str());
 }
 
