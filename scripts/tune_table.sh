@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # Grid-searches the row-wise shapes below on this machine's GPU and puts each
 # shape's fastest checked configuration into a tuning table (DESIGN.md §7):
-#   scripts/tune_table.sh [FILE]      (default tuning/h100.json)
+#   scripts/tune_table.sh [FILE]   (default on an H100 SXM: tuning/h100.json)
 # tuning/h100.json holds this script's picks on an H100 SXM; a table for
 # another GPU is a new file under tuning/ (entries carry the GPU's name).
 # Each configuration is checked against the float64 reference on 256 rows of
 # the shape, then timed on the full shape against the heuristic's pick.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-TABLE=${1:-tuning/h100.json}
 KESTREL=${KESTREL:-build/kestrel}
 [ -x "$KESTREL" ] || { echo "build $KESTREL first (scripts/test.sh or cmake)" >&2; exit 2; }
+# The GPU the ops run on, as the table keys it.
+GPU=$("$KESTREL" info 2>/dev/null | sed -n 's/^GPU: *\(.*\) (device [0-9]*)$/\1/p')
+if [ $# -ge 1 ]; then
+  TABLE=$1
+elif [ "$GPU" = "NVIDIA H100 80GB HBM3" ]; then
+  TABLE=tuning/h100.json
+else
+  echo "name the table file for this GPU ('${GPU:-none found}'), e.g. tuning/h200.json" >&2
+  exit 2
+fi
 # Vocabulary sizes whose rows the heuristic leaves >= 5% short of the best
 # configuration (BENCHMARKS.md, sessions 32-33).
 SHAPES=(
