@@ -1,9 +1,15 @@
-"""Kestrel's row-wise ops on torch tensors, through the C ABI
-(include/kestrel/c_api.h, build/libkestrel_c.so) and ctypes.
+"""Kestrel on torch tensors, through the C ABI (include/kestrel/c_api.h,
+build/libkestrel_c.so) and ctypes: the row-wise ops, NVFP4 quantization and
+the NVFP4 GEMMs.
 
     lib = KestrelLib("build/libkestrel_c.so")
     fn, out = kestrel_case(lib, op, params, inputs)  # inputs: torch_peers.make_inputs
     fn()  # runs the op on torch's current stream; `out` holds its main output
+
+    a = quantize(lib, x)             # x: [L][M][K] or [M][K] bf16/fp16/fp32
+    w = quantize(lib, weights, blocked=True)
+    c = gemm(lib, a, w)              # [L][M][N] bf16
+    h = dual_gemm(lib, a, w1, w2)    # silu(a w1^T) * (a w2^T)
 
 Outputs are allocated once, by torch, so Kestrel and torch.compile run on
 buffers from the same allocator; each call raises on a nonzero status, with
@@ -27,6 +33,29 @@ _SIGNATURES = {
 }
 
 
+
+class Nvfp4(ctypes.Structure):
+    """kestrel_nvfp4: an NVFP4 tensor of batches x rows x k values."""
+    _fields_ = [("values", _P), ("scales", _P), ("batches", _I64), ("rows", _I64), ("k", _I64),
+                ("scale_layout", _I32), ("global_scale", _F32)]
+
+
+_NVFP4 = ctypes.POINTER(Nvfp4)
+_SIGNATURES.update({
+    "kestrel_quantize_nvfp4": [_P, _I32, _NVFP4, _P],
+    "kestrel_dequantize_nvfp4": [_NVFP4, _P, _I32, _P],
+    "kestrel_gemm_nvfp4": [_NVFP4, _NVFP4, _P, _I32, _P],
+    "kestrel_dual_gemm_nvfp4": [_NVFP4, _NVFP4, _NVFP4, _P, _I32, _P],
+    "kestrel_pack_gemm_weights": [_NVFP4, _P, _I64, _P],
+    "kestrel_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _I64, _P, _I32, _P],
+    "kestrel_dual_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _P, _F32, _I64, _P, _I32, _P],
+})
+_SIZES = {
+    "kestrel_blocked_scale_bytes": [_I64, _I64, _I64],
+    "kestrel_gemm_packed_weight_bytes": [_I64, _I64, _I64],
+}
+
+
 class KestrelLib:
     def __init__(self, path):
         self._lib = ctypes.CDLL(path)
@@ -34,6 +63,12 @@ class KestrelLib:
         for name, args in _SIGNATURES.items():
             getattr(self._lib, name).argtypes = args
             getattr(self._lib, name).restype = ctypes.c_int
+        for name, args in _SIZES.items():
+            getattr(self._lib, name).argtypes = args
+            getattr(self._lib, name).restype = ctypes.c_int64
+
+    def size(self, name, *args):
+        return getattr(self._lib, name)(*args)
 
     def call(self, name, *args):
         rc = getattr(self._lib, name)(*args, torch.cuda.current_stream().cuda_stream)
@@ -95,3 +130,54 @@ def kestrel_case(lib, op, p, inp):
     dw = None if w is None else torch.empty(n, device=x.device)
     return (lambda: lib.call("kestrel_rmsnorm_bwd", _ptr(inp["dy"]), _ptr(x), _ptr(w), dt,
                              _ptr(rstd), _ptr(dx), _ptr(dw), 0, m, n, dt)), dx
+
+
+class Nvfp4Tensor:
+    """An NVFP4 tensor held in torch uint8 buffers: values [L][rows][k/2]
+    (two e2m1 codes a byte), e4m3 scales ([L][rows][k/16], or the blocked
+    layout's bytes), and the fp32 global scale."""
+
+    def __init__(self, values, scales, batches, rows, k, blocked, global_scale):
+        self.values, self.scales = values, scales
+        self.batches, self.rows, self.k = batches, rows, k
+        self.blocked, self.global_scale = blocked, global_scale
+
+    def c(self):
+        return Nvfp4(self.values.data_ptr(), self.scales.data_ptr(), self.batches, self.rows, self.k,
+                     1 if self.blocked else 0, self.global_scale)
+
+
+def quantize(lib, x, global_scale=1.0, blocked=False):
+    """x ([L][rows][k] or [rows][k], k % 16 == 0) -> Nvfp4Tensor (batched:
+    the GEMMs' outputs are [L][M][N] either way)."""
+    x3 = x.contiguous() if x.dim() == 3 else x.contiguous().unsqueeze(0)
+    batches, rows, k = x3.shape
+    values = torch.empty(batches, rows, k // 2, dtype=torch.uint8, device=x.device)
+    scales = (torch.empty(lib.size("kestrel_blocked_scale_bytes", rows, k, batches),
+                          dtype=torch.uint8, device=x.device) if blocked else
+              torch.empty(batches, rows, k // 16, dtype=torch.uint8, device=x.device))
+    t = Nvfp4Tensor(values, scales, batches, rows, k, blocked, global_scale)
+    lib.call("kestrel_quantize_nvfp4", x3.data_ptr(), _DTYPE[x.dtype], ctypes.byref(t.c()))
+    return t
+
+
+def dequantize(lib, t, dtype=torch.float32):
+    y = torch.empty(t.batches, t.rows, t.k, dtype=dtype, device=t.values.device)
+    lib.call("kestrel_dequantize_nvfp4", ctypes.byref(t.c()), y.data_ptr(), _DTYPE[dtype])
+    return y
+
+
+def gemm(lib, a, b, out_dtype=torch.bfloat16):
+    """c[l][m][n] = sum_k a[l][m][k] b[l][n][k] (times both global scales)."""
+    c = torch.empty(a.batches, a.rows, b.rows, dtype=out_dtype, device=a.values.device)
+    lib.call("kestrel_gemm_nvfp4", ctypes.byref(a.c()), ctypes.byref(b.c()), c.data_ptr(),
+             _DTYPE[out_dtype])
+    return c
+
+
+def dual_gemm(lib, a, b1, b2, out_dtype=torch.bfloat16):
+    """c = silu(a b1^T) * (a b2^T), the SwiGLU up-projection, fused."""
+    c = torch.empty(a.batches, a.rows, b1.rows, dtype=out_dtype, device=a.values.device)
+    lib.call("kestrel_dual_gemm_nvfp4", ctypes.byref(a.c()), ctypes.byref(b1.c()),
+             ctypes.byref(b2.c()), c.data_ptr(), _DTYPE[out_dtype])
+    return c

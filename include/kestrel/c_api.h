@@ -1,14 +1,16 @@
-/* A C ABI over Kestrel's row-wise ops, for callers that cannot use the C++
- * API: Python through ctypes (scripts/torch_peers.py times Kestrel on torch's
- * own tensors with it), other languages' FFIs.
+/* A C ABI over Kestrel, for callers that cannot use the C++ API: Python
+ * through ctypes (scripts/torch_peers.py times Kestrel on torch's own tensors
+ * with it), other languages' FFIs. The row-wise ops, NVFP4 quantization and
+ * the NVFP4 GEMMs.
  *
- * Tensors are dense row-major [m][n] device buffers (row stride n); dtype
- * codes are kestrel::DType's: KESTREL_F32, KESTREL_F16, KESTREL_BF16. Optional
- * pointers may be NULL. `stream` is a cudaStream_t (NULL: the default stream).
- * Each call returns 0 on success; otherwise a nonzero kestrel::StatusCode and
+ * Tensors are dense row-major device buffers; dtype codes are
+ * kestrel::DType's: KESTREL_F32, KESTREL_F16, KESTREL_BF16. Optional pointers
+ * may be NULL. `stream` is a cudaStream_t (NULL: the default stream). Each
+ * call returns 0 on success; otherwise a nonzero kestrel::StatusCode and
  * kestrel_last_error() gives the message (per thread) naming the argument and
- * the rule. Semantics are those of include/kestrel/rowwise.h, heuristic
- * configurations. */
+ * the rule. Semantics are those of include/kestrel/rowwise.h, nvfp4.h and
+ * gemm.h, with the configurations the library picks (tuning table, else
+ * heuristic). */
 #pragma once
 #include <stdint.h>
 
@@ -43,6 +45,56 @@ int kestrel_cross_entropy_bwd(const float* dloss, const void* logits, const int6
                               const float* lse, const float* total_weight, void* dlogits, int64_t m,
                               int64_t v, int dtype, int64_t ignore_index, float label_smoothing,
                               int reduction, void* stream);
+
+/* ---- NVFP4 ---- */
+
+enum { KESTREL_SCALES_LINEAR = 0, KESTREL_SCALES_BLOCKED = 1 };
+
+/* An NVFP4 tensor of batches x rows x k values (k a multiple of 16), dense:
+ * values [batches][rows][k/2] bytes, two e2m1 codes a byte (element 2j in
+ * the low nibble); scales e4m3, KESTREL_SCALES_LINEAR [batches][rows][k/16]
+ * bytes or KESTREL_SCALES_BLOCKED (the cuBLAS "128x4" layout, rows padded to
+ * 128 and k/16 to 4: kestrel_blocked_scale_bytes bytes); the value is
+ * e2m1 * scale * global_scale. */
+typedef struct kestrel_nvfp4 {
+  void* values;
+  void* scales;
+  int64_t batches, rows, k;
+  int scale_layout;
+  float global_scale;
+} kestrel_nvfp4;
+
+int64_t kestrel_blocked_scale_bytes(int64_t rows, int64_t k, int64_t batches);
+
+/* x [batches][rows][k] in dtype -> t's values and scales; t->global_scale is
+ * an input (nvfp4.h: scale = e4m3(amax16 / 6 / global_scale)). */
+int kestrel_quantize_nvfp4(const void* x, int dtype, const kestrel_nvfp4* t, void* stream);
+/* t -> y [batches][rows][k] in dtype. */
+int kestrel_dequantize_nvfp4(const kestrel_nvfp4* t, void* y, int dtype, void* stream);
+
+/* c [batches][m][n] (out_dtype KESTREL_F16 or KESTREL_BF16) = a.global_scale
+ * * b.global_scale * a (batches x m x k, activations) times b (batches x n x k,
+ * weights) transposed. m = 1 runs the GEMV kernel. */
+int kestrel_gemm_nvfp4(const kestrel_nvfp4* a, const kestrel_nvfp4* b, void* c, int out_dtype,
+                       void* stream);
+/* The fused SwiGLU up-projection: c = silu(a b1^T) * (a b2^T), b1 and b2
+ * batches x n x k with one scale layout. */
+int kestrel_dual_gemm_nvfp4(const kestrel_nvfp4* a, const kestrel_nvfp4* b1,
+                            const kestrel_nvfp4* b2, void* c, int out_dtype, void* stream);
+
+/* Weights packed once for the GEMMs (gemm.h, pack_gemm_weights): `out` holds
+ * at least kestrel_gemm_packed_weight_bytes(n, k, batches) bytes, 16-byte
+ * aligned; w is not needed afterwards. */
+int64_t kestrel_gemm_packed_weight_bytes(int64_t n, int64_t k, int64_t batches);
+int kestrel_pack_gemm_weights(const kestrel_nvfp4* w, void* out, int64_t out_bytes, void* stream);
+/* The GEMMs on packed weights of n rows (the batches and k are a's), with
+ * the global scale of the weights they were packed from. Bit for bit the
+ * results on those weights. */
+int kestrel_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b, float b_global_scale,
+                              int64_t n, void* c, int out_dtype, void* stream);
+int kestrel_dual_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b1, float b1_global_scale,
+                                   const void* b2, float b2_global_scale, int64_t n, void* c,
+                                   int out_dtype, void* stream);
 
 #ifdef __cplusplus
 }

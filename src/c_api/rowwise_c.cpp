@@ -1,35 +1,19 @@
-// include/kestrel/c_api.h: each call builds dense views and forwards to the
-// C++ API; a failed Status becomes its code, its message kept per thread.
+// include/kestrel/c_api.h, the row-wise ops: each call builds dense views and
+// forwards to the C++ API.
 #include <string>
 
+#include "c_api/c_api_common.h"
 #include "kestrel/c_api.h"
 #include "kestrel/rowwise.h"
 
 namespace kestrel {
 namespace {
 
-thread_local std::string g_last_error;
+using namespace c_api;
 
-int report(const Status& s) {
-  g_last_error = s.ok() ? std::string() : s.to_string();
-  return int(s.code());
-}
-
-// The C codes are the C++ enumerators' values: a range check is the whole
-// conversion.
-static_assert(int(DType::kF32) == KESTREL_F32 && int(DType::kF16) == KESTREL_F16 &&
-              int(DType::kBF16) == KESTREL_BF16);
 static_assert(int(Reduction::kNone) == KESTREL_REDUCTION_NONE &&
               int(Reduction::kSum) == KESTREL_REDUCTION_SUM &&
               int(Reduction::kMean) == KESTREL_REDUCTION_MEAN);
-
-Status dtype_of(int code, const char* name, DType* out) {
-  if (code < KESTREL_F32 || code > KESTREL_BF16)
-    return Status::InvalidArgument(std::string(name) + ": must be KESTREL_F32, KESTREL_F16 or " +
-                                   "KESTREL_BF16, got " + std::to_string(code));
-  *out = DType(code);
-  return Status::Ok();
-}
 
 Status reduction_of(int code, Reduction* out) {
   if (code < KESTREL_REDUCTION_NONE || code > KESTREL_REDUCTION_MEAN)
@@ -38,13 +22,6 @@ Status reduction_of(int code, Reduction* out) {
   *out = Reduction(code);
   return Status::Ok();
 }
-
-// A dense view, or the empty view that the C++ API reads as "omitted".
-TensorView view(const void* p, DType t, std::initializer_list<int64_t> shape) {
-  return p ? TensorView::dense(const_cast<void*>(p), t, shape) : TensorView{};
-}
-
-cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 
 Status rmsnorm_fwd_c(const void* x, const void* residual, const void* weight, int weight_dtype,
                      void* y, void* h, float* rstd, int64_t m, int64_t n, int dtype, float eps,
@@ -90,8 +67,6 @@ CrossEntropyOptions xent_options(int64_t ignore_index, float smoothing, Reductio
 using namespace kestrel;
 
 extern "C" {
-
-const char* kestrel_last_error(void) { return g_last_error.c_str(); }
 
 int kestrel_rmsnorm_fwd(const void* x, const void* residual, const void* weight, int weight_dtype,
                         void* y, void* h, float* rstd, int64_t m, int64_t n, int dtype, float eps,

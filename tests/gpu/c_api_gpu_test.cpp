@@ -1,15 +1,18 @@
 // The C ABI (include/kestrel/c_api.h) forwards to the C++ API: every op, run
 // both ways on the same inputs into poisoned outputs, gives the same bytes
 // (the C++ API is checked against the float64 references in
-// rowwise_gpu_test.cpp, and its results are deterministic).
+// rowwise_gpu_test.cpp, gemm_gpu_test.cpp and nvfp4_codec_gpu_test.cpp, and
+// its results are deterministic).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "device_buffer.h"
+#include "device_nvfp4.h"
 #include "gpu_test.h"
 #include "kestrel/c_api.h"
+#include "kestrel/gemm.h"
 #include "kestrel/rowwise.h"
 #include "random.h"
 
@@ -17,6 +20,7 @@ namespace kestrel {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::DeviceNvfp4;
 
 constexpr int64_t kM = 37, kN = 1000;  // N not a multiple of any vector width
 
@@ -132,10 +136,10 @@ TEST_P(CApiGpu, CrossEntropyMean) {
   expect_same_bytes(tw_c, tw_cpp, "cross_entropy_fwd total_weight");
 
   DeviceBuffer dl_c = poisoned(row_bytes()), dl_cpp = poisoned(row_bytes());
-  expect_ok(kestrel_cross_entropy_bwd(
-      static_cast<const float*>(dloss.get()), logits.get(), tgt,
-      static_cast<const float*>(lse_cpp.get()), static_cast<const float*>(tw_cpp.get()),
-      dl_c.get(), kM, kN, code(), -100, 0.1f, KESTREL_REDUCTION_MEAN, nullptr));
+  expect_ok(kestrel_cross_entropy_bwd(static_cast<const float*>(dloss.get()), logits.get(), tgt,
+                                      static_cast<const float*>(lse_cpp.get()),
+                                      static_cast<const float*>(tw_cpp.get()), dl_c.get(), kM, kN,
+                                      code(), -100, 0.1f, KESTREL_REDUCTION_MEAN, nullptr));
   ASSERT_TRUE(cross_entropy_bwd(vec(dloss, DType::kF32, 1), rows(logits, t()),
                                 vec(target, DType::kI64, kM), vec(lse_cpp, DType::kF32, kM),
                                 rows(dl_cpp, t()), nullptr, opt)
@@ -148,6 +152,122 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CApiGpu,
                                            Typed{DType::kBF16, KESTREL_BF16}),
                          [](const ::testing::TestParamInfo<Typed>& i) {
                            return std::string(dtype_name(i.param.t));
+                         });
+
+// ---- NVFP4: quantize, dequantize, pack and the GEMMs ----
+
+// Two batches, M and N off the tiles, the smallest K of several stages.
+constexpr int64_t kL = 2, kGemmM = 77, kGemmN = 200, kK = 512;
+
+kestrel_nvfp4 c_tensor(void* values, void* scales, int64_t rows, ScaleLayout layout, float gs) {
+  return {values, scales, kL, rows, kK, int(layout), gs};
+}
+kestrel_nvfp4 c_tensor(const DeviceNvfp4& t) {
+  return c_tensor(t.values.get(), t.scales.get(), t.view.rows(), t.view.layout,
+                  t.view.global_scale);
+}
+
+DeviceNvfp4 operand(int64_t rows, ScaleLayout layout, uint64_t seed, float global_scale) {
+  auto h = testing::with_layout(testing::realistic_nvfp4(kL, rows, kK, seed), layout);
+  h.global_scale = global_scale;
+  return DeviceNvfp4(h);
+}
+
+TensorView c_view(const DeviceBuffer& b, int64_t n) {
+  return TensorView::dense(b.get(), DType::kBF16, {kL, kGemmM, n});
+}
+
+class CApiNvfp4Gpu : public ::testing::TestWithParam<ScaleLayout> {
+ protected:
+  ScaleLayout layout() const { return GetParam(); }
+  void expect_ok(int rc) { ASSERT_EQ(rc, 0) << kestrel_last_error(); }
+};
+
+TEST_P(CApiNvfp4Gpu, QuantizeAndDequantize) {
+  KESTREL_REQUIRE_GPU();
+  const int64_t count = kL * kGemmM * kK;
+  const DeviceBuffer x = DeviceBuffer::from(testing::random_bf16(count, 5));
+  const size_t scale_bytes = layout() == ScaleLayout::kBlocked
+                                 ? size_t(blocked_scale_bytes(kGemmM, kK, kL))
+                                 : size_t(kL * kGemmM * kK / 16);
+  DeviceBuffer v1 = poisoned(count / 2), s1 = poisoned(scale_bytes);
+  DeviceBuffer v2 = poisoned(count / 2), s2 = poisoned(scale_bytes);
+  const kestrel_nvfp4 t1 = c_tensor(v1.get(), s1.get(), kGemmM, layout(), 0.25f);
+  expect_ok(kestrel_quantize_nvfp4(x.get(), KESTREL_BF16, &t1, nullptr));
+  Nvfp4View t2;
+  t2.values = TensorView::dense(v2.get(), DType::kE2M1x2, {kL, kGemmM, kK / 2});
+  t2.scales = layout() == ScaleLayout::kBlocked
+                  ? TensorView::dense(s2.get(), DType::kE4M3, {int64_t(scale_bytes)})
+                  : TensorView::dense(s2.get(), DType::kE4M3, {kL, kGemmM, kK / 16});
+  t2.layout = layout();
+  t2.global_scale = 0.25f;
+  ASSERT_TRUE(
+      quantize_nvfp4(TensorView::dense(x.get(), DType::kBF16, {kL, kGemmM, kK}), t2, nullptr).ok());
+  expect_same_bytes(v1, v2, "values");
+  expect_same_bytes(s1, s2, "scales");
+
+  DeviceBuffer y1 = poisoned(count * 4), y2 = poisoned(count * 4);
+  expect_ok(kestrel_dequantize_nvfp4(&t1, y1.get(), KESTREL_F32, nullptr));
+  ASSERT_TRUE(
+      dequantize_nvfp4(t2, TensorView::dense(y2.get(), DType::kF32, {kL, kGemmM, kK}), nullptr)
+          .ok());
+  expect_same_bytes(y1, y2, "dequantized");
+}
+
+TEST_P(CApiNvfp4Gpu, GemmAndDualGemm) {
+  KESTREL_REQUIRE_GPU();
+  const DeviceNvfp4 a = operand(kGemmM, layout(), 1, 0.5f), b1 = operand(kGemmN, layout(), 2, 2.0f),
+                    b2 = operand(kGemmN, layout(), 3, 1.5f);
+  const kestrel_nvfp4 ca = c_tensor(a), cb1 = c_tensor(b1), cb2 = c_tensor(b2);
+  const size_t c_bytes = size_t(kL * kGemmM * kGemmN * 2);
+  DeviceBuffer c1 = poisoned(c_bytes), c2 = poisoned(c_bytes);
+  expect_ok(kestrel_gemm_nvfp4(&ca, &cb1, c1.get(), KESTREL_BF16, nullptr));
+  ASSERT_TRUE(gemm_nvfp4(a.view, b1.view, c_view(c2, kGemmN), nullptr).ok());
+  expect_same_bytes(c1, c2, "gemm");
+
+  DeviceBuffer d1 = poisoned(c_bytes), d2 = poisoned(c_bytes);
+  expect_ok(kestrel_dual_gemm_nvfp4(&ca, &cb1, &cb2, d1.get(), KESTREL_BF16, nullptr));
+  ASSERT_TRUE(dual_gemm_nvfp4(a.view, b1.view, b2.view, c_view(d2, kGemmN), nullptr).ok());
+  expect_same_bytes(d1, d2, "dual_gemm");
+}
+
+TEST_P(CApiNvfp4Gpu, PackedWeights) {
+  KESTREL_REQUIRE_GPU();
+  const DeviceNvfp4 a = operand(kGemmM, ScaleLayout::kLinear, 4, 0.5f),
+                    b1 = operand(kGemmN, layout(), 5, 2.0f),
+                    b2 = operand(kGemmN, layout(), 6, 1.5f);
+  const kestrel_nvfp4 ca = c_tensor(a), cb1 = c_tensor(b1), cb2 = c_tensor(b2);
+  const int64_t bytes = kestrel_gemm_packed_weight_bytes(kGemmN, kK, kL);
+  ASSERT_EQ(bytes, gemm_packed_weight_bytes(kGemmN, kK, kL));
+  DeviceBuffer p1 = poisoned(size_t(bytes)), p2 = poisoned(size_t(bytes)),
+               q1 = poisoned(size_t(bytes));
+  expect_ok(kestrel_pack_gemm_weights(&cb1, p1.get(), bytes, nullptr));
+  expect_ok(kestrel_pack_gemm_weights(&cb2, q1.get(), bytes, nullptr));
+  GemmPackedWeights w1, w2;
+  ASSERT_TRUE(pack_gemm_weights(b1.view, p2.get(), bytes, nullptr, &w1).ok());
+  expect_same_bytes(p1, p2, "packed weights");
+  DeviceBuffer q2 = poisoned(size_t(bytes));
+  ASSERT_TRUE(pack_gemm_weights(b2.view, q2.get(), bytes, nullptr, &w2).ok());
+  expect_same_bytes(q1, q2, "packed weights 2");
+
+  const size_t c_bytes = size_t(kL * kGemmM * kGemmN * 2);
+  DeviceBuffer c1 = poisoned(c_bytes), c2 = poisoned(c_bytes);
+  expect_ok(
+      kestrel_gemm_nvfp4_packed(&ca, p1.get(), 2.0f, kGemmN, c1.get(), KESTREL_BF16, nullptr));
+  ASSERT_TRUE(gemm_nvfp4(a.view, w1, c_view(c2, kGemmN), nullptr).ok());
+  expect_same_bytes(c1, c2, "gemm on packed weights");
+
+  DeviceBuffer d1 = poisoned(c_bytes), d2 = poisoned(c_bytes);
+  expect_ok(kestrel_dual_gemm_nvfp4_packed(&ca, p1.get(), 2.0f, q1.get(), 1.5f, kGemmN, d1.get(),
+                                           KESTREL_BF16, nullptr));
+  ASSERT_TRUE(dual_gemm_nvfp4(a.view, w1, w2, c_view(d2, kGemmN), nullptr).ok());
+  expect_same_bytes(d1, d2, "dual_gemm on packed weights");
+}
+
+INSTANTIATE_TEST_SUITE_P(ScaleLayouts, CApiNvfp4Gpu,
+                         ::testing::Values(ScaleLayout::kLinear, ScaleLayout::kBlocked),
+                         [](const auto& info) {
+                           return std::string(scale_layout_name(info.param));
                          });
 
 }  // namespace

@@ -1,0 +1,59 @@
+"""Kestrel's NVFP4 quantization and GEMMs from Python (kestrel_ctypes.py, the
+C ABI) against torch: random activations and weights quantized by Kestrel,
+dequantized by Kestrel, and gemm / dual_gemm compared with float64 torch
+matmuls of the dequantized values (what the GEMMs compute exactly, before the
+fp32 accumulation and the bf16 output rounding). Needs a Hopper GPU.
+
+    python3 scripts/nvfp4_torch_check.py [--lib build/libkestrel_c.so]
+
+Prints one line per case and exits 1 if any case misses the rule
+|c - ref| <= 2^-8 |ref| + 2^-12 rms(ref).
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kestrel_ctypes as kc  # noqa: E402
+
+
+def worst(c, ref):
+    """The largest error over its bound, and whether every element passes."""
+    bound = ref.abs() * 2.0**-8 + ref.pow(2).mean().sqrt() * 2.0**-12
+    err = (c.double() - ref).abs()
+    return float((err / bound).max()), bool((err <= bound).all())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", default="build/libkestrel_c.so")
+    args = ap.parse_args()
+    lib = kc.KestrelLib(args.lib)
+    torch.manual_seed(0)
+    ok = True
+    # (L, M, N, K, weights in the blocked scale layout)
+    for l, m, n, k, blocked in [(1, 1, 4096, 7168, False), (1, 77, 200, 512, True),
+                                (2, 128, 4096, 2048, False), (1, 256, 3072, 4096, True)]:
+        x = torch.randn(l, m, k, device="cuda", dtype=torch.bfloat16)
+        w1 = torch.randn(l, n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+        w2 = torch.randn(l, n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+        a = kc.quantize(lib, x, global_scale=0.5)
+        b1 = kc.quantize(lib, w1, global_scale=0.01, blocked=blocked)
+        b2 = kc.quantize(lib, w2, global_scale=0.01, blocked=blocked)
+        ad, b1d, b2d = (kc.dequantize(lib, t).double() for t in (a, b1, b2))
+        g1, g2 = ad @ b1d.transpose(1, 2), ad @ b2d.transpose(1, 2)
+        cases = [("gemm", kc.gemm(lib, a, b1), g1),
+                 ("dual_gemm", kc.dual_gemm(lib, a, b1, b2), torch.nn.functional.silu(g1) * g2)]
+        torch.cuda.synchronize()
+        for name, c, ref in cases:
+            ratio, passed = worst(c, ref)
+            ok &= passed
+            print(f"{name} L{l} M{m} N{n} K{k} {'blocked' if blocked else 'linear'} weights: "
+                  f"{'PASS' if passed else 'FAIL'} (worst error {ratio:.3f} of its bound)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
