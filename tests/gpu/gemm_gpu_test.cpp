@@ -264,8 +264,6 @@ TEST(GemmGpuConfigs, KTailWithoutIdleSmsIsAnError) {
       << st.message();
 }
 
-// Packed weights under every kind of launch: persistent tiles, K splits over
-// a cluster and through L2, a K tail, the narrowest and widest token tiles.
 // A GEMM of the tuning table's exact shape on this GPU runs the entry's
 // configuration (and another M the heuristic's), and matches the reference.
 TEST(GemmGpuConfigs, TheTuningTablesEntryRunsItsShape) {
@@ -297,6 +295,8 @@ TEST(GemmGpuConfigs, TheTuningTablesEntryRunsItsShape) {
   std::remove(path.c_str());
 }
 
+// Packed weights under every kind of launch: persistent tiles, K splits over
+// a cluster and through L2, a K tail, the narrowest and widest token tiles.
 TEST(GemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
   KESTREL_REQUIRE_GPU();
   using L = ScaleLayout;
