@@ -98,6 +98,8 @@ TEST(CApi, Nvfp4CallsCarryTheLibrarysValidation) {
   const kestrel_nvfp4 b = nvfp4(buf, 2, 16, 64, KESTREL_SCALES_LINEAR);
   expect_error(kestrel_gemm_nvfp4(&a, &b, buf, KESTREL_BF16, nullptr),
                "b: batch count must equal a's (1), got 2");
+  expect_error(kestrel_gemm_nvfp4_packed(&a, nullptr, 1.0f, 16, buf, KESTREL_BF16, nullptr),
+               "b.values");
   // An fp32 output is the GEMM's rule, not the C layer's.
   const kestrel_nvfp4 b1 = nvfp4(buf, 1, 16, 64, KESTREL_SCALES_LINEAR);
   expect_error(kestrel_gemm_nvfp4(&a, &b1, buf, KESTREL_F32, nullptr), "c: dtype");
