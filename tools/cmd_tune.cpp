@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "bench/precompile.h"
 #include "bench/report.h"
@@ -54,11 +53,8 @@ void precompile_cases(const bench::OpInfo& op, const bench::Suite& suite) {
 Status save_fastest(const bench::OpInfo& op, const bench::Params& best, double us,
                     double heuristic_us, const std::string& path) {
   ops::TuningTable table;
-  if (std::ifstream f{path}) {
-    std::stringstream text;
-    text << f.rdbuf();
-    KESTREL_RETURN_IF_ERROR(ops::TuningTable::parse(text.str(), "'" + path + "'", &table));
-  }
+  const Status read = ops::load_tuning_table(path, "--save", &table);
+  if (!read.ok() && read.code() != StatusCode::kNotFound) return read;
   std::string saved;
   KESTREL_RETURN_IF_ERROR(op.tuned_entry(best, us, heuristic_us, &table, &saved));
   std::ofstream out{path};

@@ -10,10 +10,15 @@
 
 namespace kestrel::ops {
 
-constexpr int kMaxVectorsPerThread = 16;  // 64 registers of one row per thread
+constexpr int kMaxVectorsPerThread = 16;          // 64 registers of one row per thread
 constexpr size_t kRowwiseSmemOptin = 227 * 1024;  // Hopper's per-block opt-in limit
 
 inline int elements_per_vector(DType t) { return 16 / dtype_size(t); }
+// Columns a thread slice must cover for rows of n elements: a shifted row
+// spans up to one vector more.
+inline int64_t held_row_length(int64_t n, DType t, RowAccess a) {
+  return a == kRowShifted ? n + elements_per_vector(t) - 1 : n;
+}
 // 16-byte vectors each thread holds for rows of n elements.
 int vectors_per_thread(const RowwiseConfig& c, int64_t n, DType t);
 // Whether softmax_bwd holds y in registers and stages only dy: when staging

@@ -106,7 +106,8 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
               {}};
     case RowwiseOp::kRmsNormBwd:
       if (rowwise_rereads(op, plan.cfg, plan.vpt, v.weight))
-        return {"rmsnorm.cuh", "kestrel::rmsnorm_bwd_l2_kernel<" + args + plan.template_args() + ">",
+        return {"rmsnorm.cuh",
+                "kestrel::rmsnorm_bwd_l2_kernel<" + args + plan.template_args() + ">",
                 {}};
       return {"rmsnorm.cuh",
               "kestrel::rmsnorm_bwd_kernel<" + args + w + plan.template_args() + ", " +
@@ -120,7 +121,8 @@ rt::KernelSpec rowwise_kernel_spec(RowwiseOp op, DType t, const RowPlan& plan,
               {}};
     case RowwiseOp::kSoftmaxBwd:
       if (rowwise_rereads(op, plan.cfg, plan.vpt, false))
-        return {"softmax.cuh", "kestrel::softmax_bwd_l2_kernel<" + args + plan.template_args() + ">",
+        return {"softmax.cuh",
+                "kestrel::softmax_bwd_l2_kernel<" + args + plan.template_args() + ">",
                 {}};
       return {"softmax.cuh",
               "kestrel::softmax_bwd_kernel<" + args + plan.template_args() + ", " +
@@ -153,28 +155,26 @@ Status plan_rows(RowwiseOp op, int64_t m, int64_t n, DType dtype, const RowwiseC
     return Status::Unsupported(std::string(rowwise_op_name(op)) +
                                " needs sm_90+ (clusters, st.async), this GPU is " + dev->arch());
   const size_t smem_limit = size_t(dev->max_smem_per_block_optin);
-  // A shifted row spans up to one vector more than n elements.
-  const int64_t n_shifted = n + elements_per_vector(dtype) - 1;
-  const int64_t n_held = access == kRowShifted ? n_shifted : n;
   const TuningTable* table = nullptr;
   if (!user) KESTREL_RETURN_IF_ERROR(active_tuning_table(&table));
   // The tuned configuration of these rows, else the heuristic's.
-  auto pick = [&](RowAccess a, int64_t n_cap) {
+  auto pick = [&](RowAccess a) {
     if (!table->rowwise().empty()) {  // no key built where there is no table
       const RowwiseTuningKey key{dev->name, op, dtype, n, a, v.tuning_variant()};
       if (const RowwiseConfig* tuned = tuned_rowwise_config(*table, key, m, dev->sm_count))
         return *tuned;
     }
-    return default_config(op, m, n_cap, dtype, dev->sm_count, v.residual, a);
+    return default_config(op, m, held_row_length(n, dtype, a), dtype, dev->sm_count, v.residual, a);
   };
-  out->cfg = user ? *user : pick(access, n_held);
+  out->cfg = user ? *user : pick(access);
   out->access = access;
   if (access == kRowShifted &&
-      !rowwise_config_error(op, out->cfg, n_shifted, dtype, smem_limit).empty()) {
+      !rowwise_config_error(op, out->cfg, held_row_length(n, dtype, access), dtype, smem_limit)
+           .empty()) {
     out->access = kRowElementwise;
-    if (!user) out->cfg = pick(out->access, n);
+    if (!user) out->cfg = pick(out->access);
   }
-  const int64_t n_cap = out->access == kRowShifted ? n_shifted : n;
+  const int64_t n_cap = held_row_length(n, dtype, out->access);
   const std::string err = rowwise_config_error(op, out->cfg, n_cap, dtype, smem_limit);
   if (!err.empty()) return Status::InvalidArgument("config " + out->cfg.describe() + ": " + err);
   // The grid's x dimension carries (row groups) x (CTAs per row).

@@ -59,11 +59,9 @@ Status parse_rowwise_entry(const json& e, RowwiseTuned* out) {
   t.config.cluster = c.at("cluster").get<int>();
   t.config.l2_group = c.value("l2_group", false);
   t.config.rows_per_thread = c.value("rpt", 1);
-  // A shifted row spans up to one vector more than n elements.
-  const int64_t n_held =
-      t.key.n + (t.key.access == kRowShifted ? elements_per_vector(t.key.dtype) - 1 : 0);
   const std::string err =
-      rowwise_config_error(t.key.op, t.config, n_held, t.key.dtype, kRowwiseSmemOptin);
+      rowwise_config_error(t.key.op, t.config, held_row_length(t.key.n, t.key.dtype, t.key.access),
+                           t.key.dtype, kRowwiseSmemOptin);
   if (!err.empty()) return Status::InvalidArgument("'config' " + t.config.describe() + ": " + err);
   t.us = e.value("us", 0.0);
   t.heuristic_us = e.value("heuristic_us", 0.0);
@@ -148,6 +146,12 @@ const Entry* find_entry(const std::vector<Entry>& list, const Key& k) {
     if (e.key == k) return &e;
   return nullptr;
 }
+
+// A table as read once for the process, with how the reading went.
+struct LoadedTable {
+  TuningTable table;
+  Status status;
+};
 
 // $KESTREL_TUNING_TABLE's value: a file, "none", or empty where unset.
 std::string tuning_table_path() {
@@ -250,13 +254,17 @@ const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTun
   return ctas >= sm_count ? &e->config : nullptr;
 }
 
+Status load_tuning_table(const std::string& path, const std::string& source, TuningTable* out) {
+  std::ifstream f(path);
+  if (!f) return Status::NotFound(source + ": cannot read '" + path + "'");
+  std::stringstream text;
+  text << f.rdbuf();
+  return TuningTable::parse(text.str(), source + " '" + path + "'", out);
+}
+
 Status shipped_tuning_table(const TuningTable** out) {
-  struct Shipped {
-    TuningTable table;
-    Status status;
-  };
-  static const Shipped shipped = [] {
-    Shipped s;
+  static const LoadedTable shipped = [] {
+    LoadedTable s;
     for (const rt::EmbeddedSource& f : rt::embedded_tuning_tables()) {
       TuningTable one;
       s.status = TuningTable::parse(f.text, std::string("shipped table tuning/") + f.path, &one);
@@ -282,25 +290,14 @@ Status active_tuning_table(const TuningTable** out) {
   }
   // Each file read once; kept for the process, so that a table handed out
   // stays valid when the variable later names another.
-  struct Loaded {
-    TuningTable table;
-    Status status;
-  };
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Loaded>> files;
+  static std::map<std::string, std::unique_ptr<LoadedTable>> files;
   std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<Loaded>& slot = files[path];
+  std::unique_ptr<LoadedTable>& slot = files[path];
   if (!slot) {
-    slot = std::make_unique<Loaded>();
-    std::ifstream f(path);
+    slot = std::make_unique<LoadedTable>();
     TuningTable own;
-    if (!f) {
-      slot->status = Status::NotFound("KESTREL_TUNING_TABLE: cannot read '" + path + "'");
-    } else {
-      std::stringstream text;
-      text << f.rdbuf();
-      slot->status = TuningTable::parse(text.str(), "KESTREL_TUNING_TABLE '" + path + "'", &own);
-    }
+    slot->status = load_tuning_table(path, "KESTREL_TUNING_TABLE", &own);
     // The file's entries over the shipped ones of the same key.
     slot->table = *shipped;
     slot->table.put_all(own);

@@ -97,6 +97,10 @@ class TuningTable {
 const RowwiseConfig* tuned_rowwise_config(const TuningTable& t, const RowwiseTuningKey& k,
                                           int64_t m, int sm_count);
 
+// The table in the file at `path`; `source` names it in errors (NotFound
+// where the file cannot be read).
+Status load_tuning_table(const std::string& path, const std::string& source, TuningTable* out);
+
 // KESTREL_TUNING_TABLE's value that turns every table off: the heuristic's picks.
 constexpr const char* kNoTuningTables = "none";
 
