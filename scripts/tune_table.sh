@@ -26,6 +26,9 @@ SHAPES=(
   "cross_entropy_fwd --m 16384 --n 50257"
   "cross_entropy_fwd --m 8192 --n 100277"
   "cross_entropy_fwd --m 16384 --n 50256 --smoothing 0.1"
+  "cross_entropy_fwd --m 16384 --n 50257 --smoothing 0.1"
+  "cross_entropy_fwd --m 16384 --n 32001 --smoothing 0.1"
+  "cross_entropy_fwd --m 16384 --n 32001"
 )
 rc=0
 for s in "${SHAPES[@]}"; do
