@@ -2,6 +2,7 @@
 // configuration space (DESIGN.md §7). Every configuration is checked against
 // the float64 reference on fresh data before it is timed (unless --no-check);
 // a configuration that fails the check or cannot launch is never ranked.
+// Configuration parameters given on the command line narrow the search.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "bench/precompile.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "bench/search_space.h"
 #include "cli.h"
 #include "op_commands.h"
 #include "ops/tuning_table.h"
@@ -80,20 +82,20 @@ int run_tune(const TuneOptions& o, CLI::App* sub, const OpCommands& ops) {
   // Only checked configurations go into a table.
   if (!o.save.empty() && o.no_check)
     return fail(kExitUsage, "--save: needs every configuration checked (drop --no-check)");
-  bench::Params given;
-  s = bench::resolve_params(*op, e->values, &given);
+  bench::SearchSpace space;
+  s = bench::search_space(*op, e->values, &space);
   if (!s.ok()) return fail(kExitUsage, s.message());
-  const auto configs = op->configs(given);
+  const auto& configs = space.configs;
 
-  // First the heuristic's own choice (the values as given), then every configuration.
+  // First the heuristic's own choice (no configuration pinned), then every configuration.
   bench::Suite suite;
   suite.name = "tune " + e->op;
   // The first row is the heuristic's with every tuning table off: the
   // baseline a saved entry records (a table's pick is in the grid anyway).
   setenv("KESTREL_TUNING_TABLE", ops::kNoTuningTables, 1);
-  suite.cases.push_back({e->op, e->values, "heuristic"});
+  suite.cases.push_back({e->op, space.heuristic, "heuristic"});
   for (const auto& cfg : configs) {
-    auto values = e->values;
+    auto values = space.heuristic;
     for (const auto& [k, v] : cfg) values[k] = v;
     bench::Params p;
     if (!bench::resolve_params(*op, values, &p).ok())
@@ -174,7 +176,9 @@ Command tune_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "tune",
       "Grid-search OP's kernel configurations at the given shape: check each against the "
-      "reference, time it, print the fastest (kestrel tune OP --help lists its parameters)");
+      "reference, time it, print the fastest (kestrel tune OP --help lists its parameters; "
+      "a configuration parameter given, e.g. --bn 128, searches only the configurations "
+      "with that value)");
   auto o = std::make_shared<TuneOptions>();
   sub->add_option("--runs", o->runs, "timed runs per configuration")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "untimed calls first")->capture_default_str();

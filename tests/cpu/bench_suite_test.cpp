@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bench/op_registry.h"
+#include "bench/search_space.h"
 #include "bench/suite.h"
 
 namespace kestrel::bench {
@@ -201,6 +202,42 @@ TEST(BenchOps, DescribeParamsFollowsTheOpsOrder) {
   ASSERT_NE(op, nullptr);
   EXPECT_EQ(describe_params({{"k", "64"}, {"m", "2"}}, op), "m=2 k=64");
   EXPECT_EQ(describe_params({{"k", "64"}, {"m", "2"}}), "k=64 m=2");
+}
+
+// `kestrel tune gemm --bn 128 --tail 1` searches only the configurations
+// with those values, timed against the heuristic's pick (bn and tail back at
+// 0); a pin no configuration keeps is an error naming it.
+TEST(BenchOps, GivenConfigurationParametersNarrowTheSearch) {
+  const OpInfo* op = nullptr;
+  ASSERT_TRUE(lookup_op(builtin_registry(), "gemm", &op).ok());
+  Params defaults;
+  ASSERT_TRUE(resolve_params(*op, {}, &defaults).ok());
+  std::map<std::string, std::string> values = defaults.values();
+  SearchSpace all;
+  ASSERT_TRUE(search_space(*op, values, &all).ok());
+  EXPECT_TRUE(all.pinned.empty());
+  EXPECT_EQ(all.heuristic, values);
+
+  values["bn"] = "128";
+  values["tail"] = "1";
+  SearchSpace some;
+  ASSERT_TRUE(search_space(*op, values, &some).ok());
+  EXPECT_EQ(some.pinned, (std::map<std::string, std::string>{{"bn", "128"}, {"tail", "1"}}));
+  EXPECT_EQ(some.heuristic, defaults.values());
+  size_t expected = 0;
+  for (const auto& cfg : all.configs) expected += cfg.at("bn") == "128" && cfg.at("tail") == "1";
+  EXPECT_GT(expected, 0u);
+  EXPECT_EQ(some.configs.size(), expected);
+  for (const auto& cfg : some.configs) {
+    EXPECT_EQ(cfg.at("bn"), "128");
+    EXPECT_EQ(cfg.at("tail"), "1");
+  }
+
+  values["bn"] = "100";
+  SearchSpace none;
+  const Status s = search_space(*op, values, &none);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--bn 100"), std::string::npos) << s.message();
 }
 
 }  // namespace
