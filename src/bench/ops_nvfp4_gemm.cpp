@@ -259,13 +259,24 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   return v;
 }
 
+// The space of `kestrel tune gemm|dual_gemm`: gemm_config_space(), each K
+// split without a tail both over a cluster and through L2 (a split whose
+// clusters do not fit in one wave, as at M128 N4096 K7168's split 4, is
+// only fast through L2).
 std::vector<std::map<std::string, std::string>> gemm_configs(const Params&) {
   std::vector<std::map<std::string, std::string>> out;
-  for (const GemmConfig& c : gemm_config_space())
-    out.push_back({{"bn", std::to_string(c.block_n)},
-                   {"stages", std::to_string(c.stages)},
-                   {"split", std::to_string(c.split_k)},
-                   {"tail", c.k_tail ? "1" : "0"}});
+  for (const GemmConfig& c : gemm_config_space()) {
+    std::map<std::string, std::string> cfg = {{"bn", std::to_string(c.block_n)},
+                                              {"stages", std::to_string(c.stages)},
+                                              {"split", std::to_string(c.split_k)},
+                                              {"split_l2", "0"},
+                                              {"tail", c.k_tail ? "1" : "0"}};
+    out.push_back(cfg);
+    if (c.split_k > 1 && !c.k_tail) {
+      cfg["split_l2"] = "1";
+      out.push_back(cfg);
+    }
+  }
   return out;
 }
 
@@ -308,14 +319,12 @@ auto gemm_tuned_entry(bool dual) {
     const bool w_blocked = weights_blocked(s, packed);
     GemmConfig given;
     const bool has_given = read_config(p, &given);
-    const GemmConfig heuristic =
-        dual ? dual_gemm_default_config(s.m, s.n, s.k, s.l, dev->sm_count)
-             : gemm_default_config(s.m, s.n, s.k, s.l, dev->sm_count);
+    const GemmConfig heuristic = dual ? dual_gemm_default_config(s.m, s.n, s.k, s.l, dev->sm_count)
+                                      : gemm_default_config(s.m, s.n, s.k, s.l, dev->sm_count);
     const ops::GemmShape shape{s.l, s.m, s.n, s.k, s.m * s.n, s.n};
     ops::GemmTuned e;
-    KESTREL_RETURN_IF_ERROR(ops::resolve_gemm_config(has_given ? &given : nullptr, heuristic,
-                                                     shape, s.out, w_blocked, dual, packed,
-                                                     &e.config));
+    KESTREL_RETURN_IF_ERROR(ops::resolve_gemm_config(has_given ? &given : nullptr, heuristic, shape,
+                                                     s.out, w_blocked, dual, packed, &e.config));
     e.key = {dev->name, dual, s.m, s.n, s.k, s.l, packed, w_blocked};
     e.us = us;
     e.heuristic_us = heuristic_us;

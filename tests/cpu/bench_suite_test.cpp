@@ -233,6 +233,14 @@ TEST(BenchOps, GivenConfigurationParametersNarrowTheSearch) {
     EXPECT_EQ(cfg.at("tail"), "1");
   }
 
+  // Splits without a tail are searched over a cluster and through L2.
+  values["tail"] = "0";
+  values["split_l2"] = "1";
+  SearchSpace l2;
+  ASSERT_TRUE(search_space(*op, values, &l2).ok());
+  EXPECT_FALSE(l2.configs.empty());
+  for (const auto& cfg : l2.configs) EXPECT_NE(cfg.at("split"), "1");
+
   values["bn"] = "100";
   SearchSpace none;
   const Status s = search_space(*op, values, &none);
