@@ -23,9 +23,9 @@ int run_compile(const CompileOptions& o) {
   const auto specs = o.all ? ops::configuration_space_specs() : ops::default_kernel_specs();
   if (o.threads < 0) return fail(kExitUsage, "compile: --threads must be >= 0");
   const bench::PrecompileResult r = bench::precompile(specs, o.arch, o.threads);
-  std::printf("%s kernels for %s into %s: %d compiled, %d cached, %d failed (%d threads, %.1f s)\n",
+  std::printf("%s kernels for %s into %s: %d compiled, %d cached, %d failed (%d workers, %.1f s)\n",
               o.all ? "every tunable configuration's" : "the default", o.arch.c_str(),
-              rt::kernel_cache_dir().c_str(), r.compiled, r.cached, r.failed, r.threads, r.seconds);
+              rt::kernel_cache_dir().c_str(), r.compiled, r.cached, r.failed, r.workers, r.seconds);
   return r.failed ? fail(kExitFailure, "compile: some kernels failed to compile") : kExitOk;
 }
 
@@ -40,7 +40,9 @@ Command compile_command(CLI::App& app) {
                 "every configuration kestrel tune may pick (GEMV, GEMM, dual GEMM), not only the "
                 "defaults");
   sub->add_option("--arch", o->arch, "target architecture")->capture_default_str();
-  sub->add_option("--threads", o->threads, "compile threads (0: every core)")->capture_default_str();
+  sub->add_option("--threads", o->threads,
+                  "parallel compiles, each a worker process (0: every core, at most 32)")
+      ->capture_default_str();
   return {sub, [o] { return run_compile(*o); }};
 }
 

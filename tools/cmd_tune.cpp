@@ -45,8 +45,8 @@ void precompile_cases(const bench::OpInfo& op, const bench::Suite& suite) {
     for (auto& s : op.kernels(p)) specs.push_back(std::move(s));
   }
   const bench::PrecompileResult r = bench::precompile(specs, dev->arch(), 0);
-  std::printf("compiled %d kernels ahead on %d threads in %.1f s (%d cached, %d failed)\n",
-              r.compiled, r.threads, r.seconds, r.cached, r.failed);
+  std::printf("compiled %d kernels ahead on %d workers in %.1f s (%d cached, %d failed)\n",
+              r.compiled, r.workers, r.seconds, r.cached, r.failed);
   std::fflush(stdout);
 }
 

@@ -13,13 +13,15 @@ namespace kestrel::bench {
 struct PrecompileResult {
   int compiled = 0;  // fresh NVRTC compiles (the rest came from the disk cache)
   int cached = 0;
-  int failed = 0;  // left for the launch to report with its context
-  int threads = 0;  // the threads it ran on
+  int failed = 0;   // left for the launch to report with its context
+  int workers = 0;  // the processes (or, without a disk cache, threads) it ran on
   double seconds = 0.0;
 };
 
 // Compiles each distinct spec for `arch` into the disk cache on `threads`
-// threads (0: every core), so that the launches load them from there.
+// workers (0: every core, at most 32), so that the launches load them from
+// there. The workers are forked processes where the disk cache is on (NVRTC
+// serializes much of a compile within a process), threads where it is off.
 PrecompileResult precompile(const std::vector<rt::KernelSpec>& specs, const std::string& arch,
                             int threads);
 

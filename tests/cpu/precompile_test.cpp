@@ -1,14 +1,14 @@
 // Compiling ahead for `kestrel tune`: each distinct kernel once, in parallel,
 // into the disk cache that the launches read.
-#include <gtest/gtest.h>
+#include "bench/precompile.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <string>
 
 #include "bench/op_registry.h"
-#include "bench/precompile.h"
 #include "scoped_env.h"
 
 namespace kestrel::bench {
@@ -37,6 +37,20 @@ TEST(Precompile, CompilesEachDistinctKernelOnceThenReadsTheCache) {
   EXPECT_EQ(r.failed, 1);
   EXPECT_EQ(r.cached, 1);
   std::filesystem::remove_all(dir);
+}
+
+// The workers are processes that hand kernels over through the disk cache;
+// with the cache off they are threads, and the counts are the same.
+TEST(Precompile, WithoutADiskCacheCompilesOnThreads) {
+  testing::ScopedEnv cache("KESTREL_CACHE_DIR", "off");
+  const rt::KernelSpec finish{"cross_entropy.cuh", "kestrel::xent_finish_kernel", {}};
+  const rt::KernelSpec count{"cross_entropy.cuh", "kestrel::xent_count_kernel", {}};
+  const PrecompileResult r = precompile(
+      {finish, count, {"cross_entropy.cuh", "kestrel::no_such_kernel", {}}}, "sm_90a", 2);
+  EXPECT_EQ(r.compiled, 2);
+  EXPECT_EQ(r.cached, 0);
+  EXPECT_EQ(r.failed, 1);
+  EXPECT_EQ(r.workers, 2);
 }
 
 // `kestrel tune gemv|gemm|dual_gemm` compiles ahead what each configuration
