@@ -37,7 +37,8 @@ TEST(NvrtcCompile, EveryDefaultKernelCompilesForSm90a) {
     EXPECT_FALSE(out.lowered_name.empty()) << spec.describe();
     ASSERT_FALSE(out.from_cache) << spec.describe();
     EXPECT_NE(out.log.find("bytes spill stores"), std::string::npos)
-        << spec.describe() << ": no ptxas resource report in the log";
+        << spec.describe() << ": no ptxas resource report in the log:\n"
+        << out.log;
     EXPECT_FALSE(reports_spills(out.log)) << spec.describe() << " spills:\n" << out.log;
     EXPECT_EQ(out.log.find("C7514"), std::string::npos)
         << spec.describe() << ": ptxas serialized the wgmmas:\n"
