@@ -20,8 +20,8 @@ else
   echo "name the table file for this GPU ('${GPU:-none found}'), e.g. tuning/h200.json" >&2
   exit 2
 fi
-# Vocabulary sizes whose rows the heuristic leaves >= 5% short of the best
-# configuration (BENCHMARKS.md, sessions 32-33).
+# Vocabulary sizes whose rows the heuristic leaves >= 3% short of the best
+# checked configuration (BENCHMARKS.md, sessions 32-34).
 SHAPES=(
   "cross_entropy_fwd --m 16384 --n 50257"
   "cross_entropy_fwd --m 8192 --n 100277"

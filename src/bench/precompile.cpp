@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <new>
 #include <set>
@@ -53,7 +54,9 @@ bool drain_in_processes(Queue* q, int workers, const std::vector<rt::KernelSpec>
     pids.push_back(pid);
   }
   if (pids.empty()) return false;
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  for (pid_t pid : pids)
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
   return true;
 }
 
