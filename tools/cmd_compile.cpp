@@ -20,12 +20,15 @@ struct CompileOptions {
 int run_compile(const CompileOptions& o) {
   if (rt::kernel_cache_dir().empty())
     return fail(kExitUsage, "compile: the kernel cache is off (KESTREL_CACHE_DIR=off)");
-  const auto specs = o.all ? ops::configuration_space_specs() : ops::default_kernel_specs();
+  auto specs = ops::default_kernel_specs();
+  if (o.all)
+    for (auto& s : ops::configuration_space_specs()) specs.push_back(std::move(s));
   if (o.threads < 0) return fail(kExitUsage, "compile: --threads must be >= 0");
   const bench::PrecompileResult r = bench::precompile(specs, o.arch, o.threads);
   std::printf("%s kernels for %s into %s: %d compiled, %d cached, %d failed (%d workers, %.1f s)\n",
-              o.all ? "every tunable configuration's" : "the default", o.arch.c_str(),
-              rt::kernel_cache_dir().c_str(), r.compiled, r.cached, r.failed, r.workers, r.seconds);
+              o.all ? "the default and every tunable configuration's" : "the default",
+              o.arch.c_str(), rt::kernel_cache_dir().c_str(), r.compiled, r.cached, r.failed,
+              r.workers, r.seconds);
   return r.failed ? fail(kExitFailure, "compile: some kernels failed to compile") : kExitOk;
 }
 
