@@ -79,7 +79,8 @@ PrecompileResult precompile(const std::vector<rt::KernelSpec>& specs, const std:
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return {0, 0, int(distinct.size()), 0, 0.0};
   Queue* q = new (mem) Queue;
-  q->outcome = reinterpret_cast<std::atomic<int>*>(q + 1);  // zeroed pages: all kPending
+  q->outcome = reinterpret_cast<std::atomic<int>*>(q + 1);
+  for (size_t i = 0; i < distinct.size(); ++i) new (&q->outcome[i]) std::atomic<int>(kPending);
   const bool shared_cache = !rt::kernel_cache_dir().empty();
   if (!(n > 1 && shared_cache && drain_in_processes(q, n, distinct, arch))) {
     std::vector<std::thread> pool;
