@@ -28,6 +28,7 @@ summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+bash scripts/setup.sh >"$OUT/setup.log" 2>&1 || { note "setup: FAILED (see setup.log)"; tail -5 "$OUT/setup.log"; }
 t0=$SECONDS
 if cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
    cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1; then

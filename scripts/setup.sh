@@ -5,7 +5,10 @@ set -euo pipefail
 need=()
 [ -f /usr/include/nlohmann/json.hpp ] || need+=(nlohmann-json3-dev)
 [ -f /usr/include/CLI/CLI.hpp ] || need+=(libcli11-dev)
-{ [ -f /usr/include/gtest/gtest.h ] && ls /usr/lib/*/libgtest* >/dev/null 2>&1; } || need+=(libgtest-dev)
+# GoogleTest as libraries, or as the sources CMakeLists.txt builds.
+{ [ -f /usr/include/gtest/gtest.h ] &&
+  { ls /usr/lib/*/libgtest* >/dev/null 2>&1 || [ -f /usr/src/googletest/CMakeLists.txt ]; }; } ||
+  need+=(libgtest-dev)
 command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v g++ >/dev/null || need+=(g++)

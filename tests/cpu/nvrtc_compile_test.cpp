@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "ops/kernel_catalog.h"
@@ -29,6 +30,11 @@ TEST(NvrtcCompile, EveryDefaultKernelCompilesForSm90a) {
   // Fresh compiles (the cache keeps no log), with ptxas's resource report.
   const testing::ScopedEnv no_cache("KESTREL_CACHE_DIR", "off");
   const testing::ScopedEnv verbose("KESTREL_PTXAS_VERBOSE", "1");
+  // Where a GPU driver is installed, NVRTC 13.0 hands back an earlier
+  // identical program's cubin with an empty log (H100 machine, session 35):
+  // a header's non-template kernels (xent_finish_kernel, xent_count_kernel)
+  // are one program. Its first compile's report covered every kernel in it.
+  std::set<std::string> reported;
   for (const auto& spec : specs) {
     rt::CompiledKernel out;
     const Status st = rt::compile_kernel(spec, "sm_90a", &out);
@@ -36,6 +42,8 @@ TEST(NvrtcCompile, EveryDefaultKernelCompilesForSm90a) {
     EXPECT_GT(out.cubin.size(), 100u) << spec.describe();
     EXPECT_FALSE(out.lowered_name.empty()) << spec.describe();
     ASSERT_FALSE(out.from_cache) << spec.describe();
+    if (out.log.empty() && reported.count(out.cubin)) continue;
+    reported.insert(out.cubin);
     EXPECT_NE(out.log.find("bytes spill stores"), std::string::npos)
         << spec.describe() << ": no ptxas resource report in the log:\n"
         << out.log;
