@@ -319,7 +319,14 @@ __global__ void __launch_bounds__(384, 1)
       const int3 tc0 = tile_at(work.first);
       for (int i = 0; i < first; ++i) load_w(i, kb_begin + i, tc0);
       ptx::griddep_wait();
-      for (int i = 0; i < first; ++i) load_x(i, kb_begin + i, tc0);
+      // The first stage's activations go out alone, the rest of the ring's
+      // once they have landed. Every CTA asks at this moment, and L2 serves
+      // the stages of a ring side by side, so the first would land with the
+      // last: -0.2 to -0.3 us on the M128 seeds and the dual N3072 shapes
+      // (H100, session 36); holding the second stage back too gained no more.
+      load_x(0, kb_begin, tc0);
+      if (first > 1) ptx::mbar_wait(&full[0], 0);
+      for (int i = 1; i < first; ++i) load_x(i, kb_begin + i, tc0);
       int r = first;
       for (int w = 0; w < work.count; ++w) {
         const int3 tc = tile_at(work.first + w * work.stride);
