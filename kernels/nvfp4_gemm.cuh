@@ -322,8 +322,9 @@ __global__ void __launch_bounds__(384, 1)
       // The first stage's activations go out alone, the rest of the ring's
       // once they have landed. Every CTA asks at this moment, and L2 serves
       // the stages of a ring side by side, so the first would land with the
-      // last: -0.2 to -0.3 us on the M128 seeds and the dual N3072 shapes
-      // (H100, session 36); holding the second stage back too gained no more.
+      // last: -0.2 to -0.5 us on the M128 seeds, the dual shapes and 4096^3
+      // level (H100, session 36). Holding the second stage back too, or a
+      // fixed delay instead of the wait, gained no more.
       load_x(0, kb_begin, tc0);
       if (first > 1) ptx::mbar_wait(&full[0], 0);
       for (int i = 1; i < first; ++i) load_x(i, kb_begin + i, tc0);
