@@ -325,9 +325,10 @@ __global__ void __launch_bounds__(384, 1)
       // last: -0.2 to -0.5 us on the M128 seeds, the dual shapes and 4096^3
       // level (H100, session 36). Holding the second stage back too, or a
       // fixed delay instead of the wait, gained no more.
-      load_x(0, kb_begin, tc0);
-      if (first > 1) ptx::mbar_wait(&full[0], 0);
-      for (int i = 1; i < first; ++i) load_x(i, kb_begin + i, tc0);
+      for (int i = 0; i < first; ++i) {
+        if (i == 1) ptx::mbar_wait(&full[0], 0);
+        load_x(i, kb_begin + i, tc0);
+      }
       int r = first;
       for (int w = 0; w < work.count; ++w) {
         const int3 tc = tile_at(work.first + w * work.stride);

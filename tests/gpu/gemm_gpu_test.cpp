@@ -209,6 +209,22 @@ TEST(GemmGpuConfigs, EveryConfigFamilyMatchesReference) {
   }
 }
 
+// A split wider than K's stages leaves parts with no stage at all (split 8
+// of one or two 128-value stages): they load nothing, add zeros, and still
+// meet their cluster or L2 partners.
+TEST(GemmGpuConfigs, SplitPartsWithoutStagesMatchReference) {
+  KESTREL_REQUIRE_GPU();
+  for (int64_t k : {64, 256}) {
+    const GemmCase c{40, 328, k, 1, false, ScaleLayout::kLinear, ScaleLayout::kLinear};
+    for (bool l2 : {false, true}) {
+      GemmConfig cfg{128, 4, 8};
+      cfg.split_l2 = l2;
+      SCOPED_TRACE(cfg.describe() + " K " + std::to_string(k));
+      check_case(c, &cfg);
+    }
+  }
+}
+
 // Without a K split the CTAs are persistent: here each takes ~11 tiles of a
 // batched, ragged problem, with tiles of 3 stages against rings of 2, 8
 // and 3. C leaves by TMA stores, or (rows of 1001 elements, not 16-byte
