@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <tuple>
 #include <utility>
 
 #include "kestrel/gemm.h"
@@ -136,6 +137,23 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
     EXPECT_EQ(m512.block_n, 256) << m512.describe();
     EXPECT_EQ(m512.split_k, 1) << m512.describe();
   }
+}
+
+// The packed dual GPU cases written for the loop with two wgmma groups in
+// flight (tiles of <= 128 tokens, no K split: dual_gemm_gpu_test.cpp) get
+// it from the heuristic on an H100's 132 SMs, with the stage counts and
+// tile counts they are there for.
+TEST(Nvfp4Config, DualTwoGroupCasesTakeThatLoop) {
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{128, 8960, 384}, {77, 200, 1920}}) {
+    const GemmConfig c = dual_gemm_default_config(m, n, k, 1, 132);
+    EXPECT_LE(c.block_n, 128) << c.describe();
+    EXPECT_EQ(c.split_k, 1) << c.describe();
+    EXPECT_FALSE(c.k_tail) << c.describe();
+    EXPECT_EQ(ops::ceil_div(k, ops::kGemmBlockK) % 2, 1) << k;  // an odd stage count
+  }
+  const GemmConfig wide = dual_gemm_default_config(128, 8960, 384, 1, 132);
+  const ops::GemmShape shape{1, 128, 8960, 384, 0, 0};
+  EXPECT_GT(ops::gemm_tiles(shape, wide.block_n, true), 132);  // CTAs take several tiles
 }
 
 // Without a K split the CTAs are persistent: one per SM at most, whatever

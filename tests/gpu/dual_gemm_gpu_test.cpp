@@ -145,6 +145,12 @@ std::vector<DualCase> shapes() {
     for (int64_t n : {72, 200})
       for (int64_t k : {64, 1024})
         v.push_back({m, n, k, (m + k) % 2 == 1, L::kBlocked, L::kLinear, DType::kBF16, true});
+  // Packed tiles of <= 128 tokens without a split run the loop with two
+  // wgmma groups in flight: odd stage counts (3, 15), and more tiles than
+  // an H100 has SMs (140 at M128 N8960), so persistent CTAs take several
+  // (nvfp4_config_test checks that the heuristic picks that loop here).
+  v.push_back({128, 8960, 384, false, L::kLinear, L::kLinear, DType::kBF16, true});
+  v.push_back({77, 200, 1920, true, L::kBlocked, L::kLinear, DType::kF16, true});
   return v;
 }
 
