@@ -480,26 +480,22 @@ __global__ void __launch_bounds__(384, 1)
       // with two groups in flight ptxas serializes its wgmmas.
       constexpr bool kTwoGroups = DUAL && W_PACKED && SPLIT == 1 && BN <= 128;
       if constexpr (kTwoGroups) {  // (packed: no scale loads from global)
+        // Decode and issue stage i + 1 from f, then wait for stage i and release it.
+        auto next = [&](int i, WScales& sc, WFrag& f) {
+          prepare(r0 + i + 1, sc, f);
+          issue(r0 + i + 1, f);
+          ptx::wgmma_wait<1>();
+          release(r0 + i);
+        };
         // Two stages a trip while both have a next stage, the last one or
         // two after the loop.
         if (n_iters > 0) issue(r0, fa);
         int i = 0;
         for (; i + 2 < n_iters; i += 2) {
-          prepare(r0 + i + 1, sb, fb);
-          issue(r0 + i + 1, fb);
-          ptx::wgmma_wait<1>();
-          release(r0 + i);
-          prepare(r0 + i + 2, sa, fa);
-          issue(r0 + i + 2, fa);
-          ptx::wgmma_wait<1>();
-          release(r0 + i + 1);
+          next(i, sb, fb);
+          next(i + 1, sa, fa);
         }
-        if (i + 1 < n_iters) {
-          prepare(r0 + i + 1, sb, fb);
-          issue(r0 + i + 1, fb);
-          ptx::wgmma_wait<1>();
-          release(r0 + i);
-        }
+        if (i + 1 < n_iters) next(i, sb, fb);
         ptx::wgmma_wait<0>();
         ptx::fence_regs(acc);
       } else {
