@@ -10,9 +10,9 @@
 //    each, kernels/nvfp4_weight_pack.cuh) and of the fp16 activation tile
 //    (BN tokens x 128, 128-byte swizzled, prepared by
 //    kernels/nvfp4_act_prepass.cuh) into a STAGES-deep mbarrier ring;
-//  - two consumer warpgroups, 64 weight rows each: every lane reads 16 bytes
-//    of two rows from shared memory, decodes them to fp16 by bit placement and
-//    scales them by the e4m3 block scale (exact), and issues wgmma with the
+//  - two (or three) consumer warpgroups, 64 weight rows each: every lane
+//    reads 16 bytes of two rows from shared memory, decodes them to fp16 by
+//    bit placement and scales them by the e4m3 block scale (exact), and issues wgmma with the
 //    weights as the register A operand. Stage i + 1 is decoded while stage
 //    i's wgmmas are in flight (double-buffered A registers), yet measured on
 //    the H100 the two barely overlap: beside running wgmmas an SMSP issues
@@ -66,16 +66,34 @@ struct GemmParams {
 
 namespace gemm {
 
-constexpr int kBM = 128;            // weight rows per CTA (2 consumer warpgroups x 64)
+constexpr int kBM = 128;            // plain GEMM: weight rows per CTA (2 consumer warpgroups x 64)
 constexpr int kBK = 128;            // K values per stage
 constexpr int kWStageBytes = kBM * kBK / 2;
 static_assert(2 * kPackedValueBytes == kWStageBytes && 2 * kPackedStageBytes == kBK &&
                   kPackedStageBlocks == kBK / 16,
               "a packed weight stage is two 64-row blocks of one stage");
-// Weight bytes of a stage in shared memory: packed, two blocks with their
-// scale codes.
-template <bool W_PACKED>
-constexpr int kWSmemStageBytes = W_PACKED ? 2 * kPackedBlockStageBytes : kWStageBytes;
+// Weight bytes of a stage in shared memory: 64 rows per consumer warpgroup
+// (dual: half of them W1's, half W2's), packed with their scale codes.
+template <bool W_PACKED, int CONSUMERS>
+constexpr int kWSmemStageBytes =
+    CONSUMERS * (W_PACKED ? kPackedBlockStageBytes : kPackedRows * kPackedStageBytes);
+
+// A packed dual tile of three consumer warpgroups (96 columns) is a block and
+// a half of each weight: tile t starts in block 3t / 2, mid-block when t is
+// odd. Its stage holds per weight two pieces, [values | scale codes] each:
+// block 3t / 2 and the first half of the next (t even), or the second half of
+// block 3t / 2 and the next block (t odd): three bulk copies. The offsets of
+// the values and scale codes of tile column `col` within them:
+__device__ __forceinline__ uint2 packed96_offsets(int col, bool odd) {
+  const int from_block = col + (odd ? kPackedRows / 2 : 0);  // row from block 3t / 2's start
+  const int first_rows = odd ? kPackedRows / 2 : kPackedRows;
+  const bool first = from_block < kPackedRows;
+  const int piece = first ? 0 : first_rows * (kPackedStageBytes + kPackedStageBlocks);
+  const int rows = first ? first_rows : 3 * kPackedRows / 2 - first_rows;
+  const int row = first ? from_block - (kPackedRows - first_rows) : from_block - kPackedRows;
+  return make_uint2(piece + row * kPackedStageBytes,
+                    piece + rows * kPackedStageBytes + row * kPackedStageBlocks);
+}
 
 template <int BN>
 struct Smem {
@@ -201,25 +219,31 @@ __device__ __forceinline__ CtaWork cta_work(const GemmParams& p, long long tiles
 
 }  // namespace gemm
 
-// DUAL (the SwiGLU up-projection): a tile is 64 output columns of W1 and of
-// W2 against one shared activation tile. The fragment rows g and g + 8 of a
-// lane are one column's W1 row and W2 row (warpgroup w: columns 32w ..
-// 32w + 31), so each thread holds the gate and up sums of its outputs and
-// writes silu(alpha * gate) * (alpha2 * up) itself; the K splits are the
-// plain GEMM's.
+// DUAL (the SwiGLU up-projection): a tile is 64 (CONSUMERS = 3: 96) output
+// columns of W1 and of W2 against one shared activation tile. The fragment
+// rows g and g + 8 of a lane are one column's W1 row and W2 row (warpgroup w:
+// columns 32w .. 32w + 31), so each thread holds the gate and up sums of
+// its outputs and writes silu(alpha * gate) * (alpha2 * up) itself; the K
+// splits are the plain GEMM's.
 // SPLIT_L2: the CTAs of a tile's parts (its SPLIT shares, and with K_TAIL
 // its K tail, p.tail_ctas > 0) are not a cluster; they leave their
 // accumulators in L2 and the last to arrive adds them (no co-scheduling, so
 // any split fits in one wave); else a split's cluster adds them over DSMEM.
+// CONSUMERS: consumer warpgroups, 2, or 3 for a dual tile of 96 columns
+// without a K split (at M = 512, N = 3072 its 32 x 4 tiles of 128 tokens fill
+// 128 of 132 SMs where 48 x 2 tiles of 256 fill 96).
 template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2,
-          bool W_PACKED, bool K_TAIL>
-__global__ void __launch_bounds__(384, 1)
+          bool W_PACKED, bool K_TAIL, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
                       const __grid_constant__ TmaMap tmap_x, const __grid_constant__ TmaMap tmap_c,
                       const __grid_constant__ GemmParams p) {
   using namespace gemm;
   using S = Smem<BN>;
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N");
+  static_assert(CONSUMERS == 2 || (CONSUMERS == 3 && DUAL && SPLIT == 1 && !SPLIT_L2 && BN <= 128),
+                "three consumer warpgroups: dual tiles of up to 128 tokens without a K split");
+  constexpr int kConsumerThreads = 128 * CONSUMERS;
   constexpr int kAcc = BN / 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   // 1024-byte alignment for the swizzled activation atoms. (An offset from
@@ -229,12 +253,14 @@ __global__ void __launch_bounds__(384, 1)
   uint8_t* x_smem = smem;                              // [STAGES][2 atoms][BN][128 B]
   // [STAGES][BM][64 B]; packed, [STAGES][2 blocks][64 rows x 64 B | 64 x 8 scale codes]
   uint8_t* w_smem = smem + STAGES * S::kXStageBytes;
-  constexpr int kWStage = kWSmemStageBytes<W_PACKED>;
+  constexpr int kWStage = kWSmemStageBytes<W_PACKED, CONSUMERS>;
+  constexpr bool kPacked96 = W_PACKED && DUAL && CONSUMERS == 3;
   uint64_t* full = reinterpret_cast<uint64_t*>(w_smem + STAGES * kWStage);
   uint64_t* empty = full + STAGES;
 
   static_assert(SPLIT_L2 || !K_TAIL, "a K tail meets through L2");
-  constexpr int kRowsPerTile = DUAL ? 64 : kBM;  // output columns (weight rows) per CTA
+  // Output columns (weight rows) per CTA.
+  constexpr int kRowsPerTile = DUAL ? 32 * CONSUMERS : kBM;
   const int tiles_n = (p.n + kRowsPerTile - 1) / kRowsPerTile, tiles_m = (p.m + BN - 1) / BN;
   const long long tiles = (long long)tiles_n * tiles_m * p.batches;
   auto tile_at = [&](long long t) {
@@ -248,7 +274,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], W_PACKED ? 256 : 8);  // per consumer thread / warp
+      ptx::mbar_init(&empty[s], W_PACKED ? kConsumerThreads : 4 * CONSUMERS);  // per thread / warp
     }
     ptx::fence_barrier_init();
   }
@@ -261,7 +287,8 @@ __global__ void __launch_bounds__(384, 1)
     // (Its other three warps stay idle: 160 integer ops per stage issued
     // there, paced by the ring, made M128 N7168 K16384 11% slower, as the
     // consumers' bn128 loop is bound by its SMSPs' issue (H100, session 29).)
-    ptx::setmaxnreg_dec<40>();
+    // (Three consumer warpgroups: 32 + 3 x 160 registers of the 512 a lane.)
+    ptx::setmaxnreg_dec<CONSUMERS == 3 ? 32 : 40>();
     if (threadIdx.x == 0) {
       if constexpr (!W_PACKED) ptx::prefetch_tma_map(&tmap_w);  // else a stand-in
       ptx::prefetch_tma_map(&tmap_x);
@@ -281,7 +308,29 @@ __global__ void __launch_bounds__(384, 1)
           uint8_t* dst = w_smem + s * kWStage;
           const long long at = tc.z * p.w_packed_batch + (long long)kb * kPackedBlockStageBytes;
           const long long block_step = (long long)k_stages * kPackedBlockStageBytes;
-          if constexpr (DUAL) {
+          if constexpr (kPacked96) {
+            // (packed96_offsets.) A next block past the packed rows (its
+            // columns past N, never stored) is read as the last block.
+            constexpr int kHalfValues = kPackedValueBytes / 2, kHalfScales = kPackedScaleBytes / 2;
+            const int odd = tc.x % 2;
+            const long long first = tc.x * 3 / 2;
+            const long long next = min(first + 1, packed_weight_blocks(p.n) - 1);
+            const long long whole = at + (odd ? next : first) * block_step;
+            const long long half = at + (odd ? first : next) * block_step;
+            uint8_t* const half_dst = dst + (odd ? 0 : kPackedBlockStageBytes);
+#pragma unroll 1
+            for (int w = 0; w < 2; ++w) {  // (unrolled, the producer's 32 registers spill)
+              const uint8_t* src = w ? p.w2_packed : p.w_packed;
+              const int to = w * (kWStage / 2);
+              ptx::bulk_load(dst + to + (odd ? kPackedBlockStageBytes / 2 : 0), src + whole,
+                             kPackedBlockStageBytes, &full[s], w_policy);
+              ptx::bulk_load(half_dst + to, src + half + odd * kHalfValues, kHalfValues, &full[s],
+                             w_policy);
+              ptx::bulk_load(half_dst + to + kHalfValues,
+                             src + half + kPackedValueBytes + odd * kHalfScales, kHalfScales,
+                             &full[s], w_policy);
+            }
+          } else if constexpr (DUAL) {
             ptx::bulk_load(dst, p.w_packed + at + tc.x * block_step, kPackedBlockStageBytes,
                            &full[s], w_policy);
             ptx::bulk_load(dst + kPackedBlockStageBytes, p.w2_packed + at + tc.x * block_step,
@@ -293,10 +342,10 @@ __global__ void __launch_bounds__(384, 1)
                            &full[s], w_policy);
           }
         } else if constexpr (DUAL) {
-          ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2), tc.x * 64,
-                           tc.z, w_policy);
-          ptx::tma_load_3d(w_smem + s * kWStageBytes + kWStageBytes / 2, &tmap_w2, &full[s],
-                           kb * (kBK / 2), tc.x * 64, tc.z, w_policy);
+          ptx::tma_load_3d(w_smem + s * kWStage, &tmap_w, &full[s], kb * (kBK / 2),
+                           tc.x * kRowsPerTile, tc.z, w_policy);
+          ptx::tma_load_3d(w_smem + s * kWStage + kWStage / 2, &tmap_w2, &full[s], kb * (kBK / 2),
+                           tc.x * kRowsPerTile, tc.z, w_policy);
         } else {
           ptx::tma_load_3d(w_smem + s * kWStageBytes, &tmap_w, &full[s], kb * (kBK / 2), tc.x * kBM,
                            tc.z, w_policy);
@@ -345,7 +394,7 @@ __global__ void __launch_bounds__(384, 1)
     }
   } else {
     // ---- consumers ----
-    ptx::setmaxnreg_inc<232>();
+    ptx::setmaxnreg_inc<CONSUMERS == 3 ? 160 : 232>();
     const int cw = wg - 1;  // consumer warpgroup: weight rows 64 cw ..
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
@@ -394,13 +443,25 @@ __global__ void __launch_bounds__(384, 1)
       ptx::wgmma_commit();
     };
     const NibbleMasks nm;
-    // A lane's rows lie in one 64-row block (dual: W1's, W2's in the next).
-    const uint32_t lane_block = ptx::smem_u32(w_smem) + uint32_t(row_local / 64) * (kWStage / 2);
-    const uint32_t w_lane = ptx::opaque(lane_block + (row_local % 64) * 64 + t * 16);
+    // Packed, a lane's rows lie in one 64-row block (dual: W1's, W2's in the
+    // next; kPacked96: see packed96_offsets); unpacked, the stage is W's rows
+    // (dual: W1's, then W2's) of 64 bytes.
+    const uint32_t lane_block =
+        ptx::smem_u32(w_smem) +
+        (W_PACKED ? uint32_t(row_local / kPackedRows) * kPackedBlockStageBytes : 0u);
+    const int block_row = W_PACKED ? row_local % kPackedRows : row_local;
+    uint32_t w_lane = ptx::opaque(lane_block + block_row * kPackedStageBytes + t * 16);
     // Packed: the lane's scale codes (blocks 2t, 2t + 1) of its first row
     // in the stage; its second row's are kScale8Bytes on.
-    const uint32_t s_lane =
-        lane_block + kPackedValueBytes + (row_local % 64) * kPackedStageBlocks + 2 * t;
+    uint32_t s_lane = lane_block + kPackedValueBytes + block_row * kPackedStageBlocks + 2 * t;
+    // kPacked96: the lane's places in even and odd tiles, chosen per tile.
+    auto lane96 = [&](bool odd) {
+      const uint2 o = packed96_offsets(row_local, odd);
+      return make_uint2(ptx::opaque(ptx::smem_u32(w_smem) + o.x + t * 16),
+                        ptx::smem_u32(w_smem) + o.y + 2 * t);
+    };
+    const uint2 lane_even = kPacked96 ? lane96(false) : uint2{},
+                lane_odd = kPacked96 ? lane96(true) : uint2{};
     constexpr int kScale8Bytes = DUAL ? kWStage / 2 : 8 * kPackedStageBlocks;
     // Packed weights bring the stage's scale codes (read here, after the
     // stage landed); else load_scales fetched them from global memory.
@@ -435,6 +496,10 @@ __global__ void __launch_bounds__(384, 1)
     auto consume_tile = [&](long long tile, uint32_t r0) {
       const int3 tc = tile_at(tile);
       const int tile_n = tc.x, tile_m = tc.y, l = tc.z;
+      if constexpr (kPacked96) {
+        w_lane = tile_n % 2 ? lane_odd.x : lane_even.x;
+        s_lane = tile_n % 2 ? lane_odd.y : lane_even.y;
+      }
       const int row_g = tile_n * kRowsPerTile + row_local;
       const int row_g8 = DUAL ? row_g : row_g + 8;
       const uint8_t* sc_g = W_PACKED ? nullptr : scale_row(p.sw, p.sw_batch, p.sw_row, l, row_g);
@@ -476,9 +541,10 @@ __global__ void __launch_bounds__(384, 1)
       // 37) against the other loop: dual M256 N3072 K4096 and N4096 K7168
       // packed -4%; but dual M256 N3072 row-major +1.5%, dual M128 N4096
       // packed (a cluster split) +2.5%, the plain GEMM's packed seeds level
-      // and row-major seed 1 +1%, so only these kernels take it. Not bn256:
-      // with two groups in flight ptxas serializes its wgmmas.
-      constexpr bool kTwoGroups = DUAL && W_PACKED && SPLIT == 1 && BN <= 128;
+      // and row-major seed 1 +1%, so only these kernels take it. Not bn256,
+      // nor three warpgroups (160 registers): with two groups in flight
+      // ptxas serializes their wgmmas (C7511).
+      constexpr bool kTwoGroups = DUAL && W_PACKED && SPLIT == 1 && BN <= 128 && CONSUMERS == 2;
       if constexpr (kTwoGroups) {  // (packed: no scale loads from global)
         // Decode and issue stage i + 1 from f, then wait for stage i and release it.
         auto next = [&](int i, WScales& sc, WFrag& f) {
@@ -526,8 +592,8 @@ __global__ void __launch_bounds__(384, 1)
       // 1: in the tile's last stage, held until stored (the producer loads
       // the next tile's first stages meanwhile); else past the split-K flag. ----
       constexpr int kAcc4 = kAcc / 4;
-      constexpr int kHalfBytes = BN * 128;  // 64 output columns of the staged tile
-      constexpr int kHalves = kRowsPerTile / 64;
+      constexpr int kHalfBytes = BN * 128;               // 64 output columns of the staged tile
+      constexpr int kHalves = (kRowsPerTile + 63) / 64;  // the last may be part-used
       constexpr bool kStageInHeld = SPLIT == 1 || SPLIT_L2;
       static_assert(kStageInHeld ? kHalves * kHalfBytes <= S::kXStageBytes
                                  : 1024 + kHalves * kHalfBytes <= STAGES * S::kStageBytes,
@@ -564,14 +630,14 @@ __global__ void __launch_bounds__(384, 1)
       auto acc4 = [&](int a4) {
         return make_float4(acc[4 * a4], acc[4 * a4 + 1], acc[4 * a4 + 2], acc[4 * a4 + 3]);
       };
-      // Staged tokens [tok0, tok1) of the tile to C, by both consumer
+      // Staged tokens [tok0, tok1) of the tile to C, by all consumer
       // warpgroups once every staging thread has passed a barrier.
       OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
       const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
-      const int ct = threadIdx.x - 128;  // 0..255 over both consumer warpgroups
+      const int ct = threadIdx.x - 128;  // 0 .. kConsumerThreads - 1 over the consumer warpgroups
       auto store_staged = [&](int tok0, int tok1) {
         constexpr int kChunks = kRowsPerTile / 8;  // 16-byte chunks per token
-        for (int i = ct; i < (tok1 - tok0) * kChunks; i += 256) {
+        for (int i = ct; i < (tok1 - tok0) * kChunks; i += kConsumerThreads) {
           const int tok = tok0 + i / kChunks, chunk = i % kChunks;
           const int m = tile_m * BN + tok, col = tile_n * kRowsPerTile + chunk * 8;
           if (m >= p.m || col >= p.n) continue;
@@ -589,7 +655,7 @@ __global__ void __launch_bounds__(384, 1)
       // The whole staged tile to C in generic stores, once every staging
       // thread has passed a barrier (the caller then releases the held stage).
       auto store_staged_tile = [&] {
-        ptx::named_barrier(2, 256);
+        ptx::named_barrier(2, kConsumerThreads);
         store_staged(0, BN);
         // The staged tile's generic writes before the TMA's next writes there.
         ptx::fence_proxy_async_smem();
@@ -760,12 +826,14 @@ __global__ void __launch_bounds__(384, 1)
       }
 
       // ---- epilogue: D[row][token] -> C[token][column] ----
-      ptx::named_barrier(1, 256);  // both warpgroups' wgmmas are done with the held stage
+      // The warpgroups' wgmmas are done with the held stage.
+      ptx::named_barrier(1, kConsumerThreads);
 #pragma unroll
       for (int a4 = 0; a4 < kAcc4; ++a4) stage4(a4, acc4(a4));
-      if (p.c_tma) {
+      // (TMA stores 64 columns at a time: not for a tile of 96.)
+      if (kRowsPerTile % 64 == 0 && p.c_tma) {
         ptx::fence_proxy_async_smem();  // the staged writes before the TMA store reads them
-        ptx::named_barrier(2, 256);
+        ptx::named_barrier(2, kConsumerThreads);
         if (store_lead) {
           for (int h = 0; h < kHalves; ++h)
             ptx::tma_store_3d(&tmap_c, out_tile + h * kHalfBytes, tile_n * kRowsPerTile + h * 64,

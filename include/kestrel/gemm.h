@@ -25,15 +25,22 @@ struct GemmConfig {
   // split_l2): seed 1's 56 tiles x 2 CTAs leave 20 of 132 SMs idle. Needs
   // tiles x split_k under the SM count.
   bool k_tail = false;
+  // Consumer warpgroups per CTA, 64 weight rows each: 2, or 3 for the dual
+  // GEMM without a K split or tail (tiles of 96 output columns instead of
+  // 64: dual M512 N3072 runs 32 x 4 tiles of 128 tokens on 128 SMs where
+  // 48 x 2 tiles of 256 tokens left 36 SMs idle).
+  int consumer_groups = 2;
 
   // Whether a tile's parts meet in L2 (split_l2 means nothing without a split).
   bool partials_through_l2() const { return (split_l2 && split_k > 1) || k_tail; }
 
-  std::string describe() const;  // "bn128 s4 k1", "bn128 s4 k4 l2", "bn128 s5 k2 tail"
+  std::string describe()
+      const;  // "bn128 s4 k1", "bn128 s4 k4 l2", "bn128 s5 k2 tail", "bn128 s4 k1 c3"
 };
 
 const std::vector<int>& gemm_block_n_choices();
-std::vector<GemmConfig> gemm_config_space();
+// dual: with the dual GEMM's own configurations (consumer_groups 3).
+std::vector<GemmConfig> gemm_config_space(bool dual = false);
 GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count);
 
 // a: L x M x K NVFP4 (activations); b: L x N x K NVFP4 (weights, rows 16-byte
@@ -45,19 +52,19 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // table's entry for this GPU and exact shape (the shipped tables, under the
 // file $KESTREL_TUNING_TABLE names, written by `kestrel tune gemm ... --save`;
 // "none": no table), else the heuristic's.
-Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
-                  cudaStream_t stream, const GemmConfig* config = nullptr);
+Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c, cudaStream_t stream,
+                  const GemmConfig* config = nullptr);
 
 // The SwiGLU up-projection, fused: C = silu(A B1^T) * (A B2^T), each product
 // scaled by its global scales, fp32 epilogue. b1 and b2: L x N x K NVFP4 with
 // the same scale layout; c as for gemm_nvfp4. One activation tile feeds both.
 // `config` applies as for gemm_nvfp4 (a tile is 64 columns of C instead of
-// 128).
+// 128, or 96 with consumer_groups 3, which the heuristic takes where its
+// tiles fill the GPU in fewer or shorter waves).
 Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
                        const TensorView& c, cudaStream_t stream,
                        const GemmConfig* config = nullptr);
-GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
-                                    int sm_count);
+GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count);
 
 // Optional weight prepack for the two GEMMs above. pack_gemm_weights
 // rearranges w once so that each stage of 64 rows x 128 K values, with its

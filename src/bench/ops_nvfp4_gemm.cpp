@@ -58,13 +58,16 @@ struct PackedSlots {
 std::string packed_suffix(const Params& p) { return p.integer("packed") ? " packed" : ""; }
 
 bool read_config(const Params& p, GemmConfig* cfg) {
-  if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("split") == 0) return false;
+  if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("split") == 0 &&
+      p.integer("consumers") == 0)
+    return false;
   const GemmConfig d;
   cfg->block_n = p.integer("bn") ? int(p.integer("bn")) : d.block_n;
   cfg->stages = p.integer("stages") ? int(p.integer("stages")) : d.stages;
   cfg->split_k = p.integer("split") ? int(p.integer("split")) : d.split_k;
   cfg->split_l2 = p.integer("split_l2") != 0;
   cfg->k_tail = p.integer("tail") != 0;
+  cfg->consumer_groups = p.integer("consumers") ? int(p.integer("consumers")) : d.consumer_groups;
   return true;
 }
 
@@ -251,6 +254,7 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
   v.push_back(config_param("split", "config: CTAs splitting K (0 = heuristic)"));
   v.push_back(config_param("split_l2", "config: 1 = split-K partials through L2, not a cluster"));
   v.push_back(config_param("tail", "config: 1 = idle SMs take every tile's last K stages"));
+  v.push_back(config_param("consumers", "config: consumer warpgroups, 2 or 3 (dual, no split)"));
   v.push_back({"packed",
                ParamKind::kInt,
                "0",
@@ -263,21 +267,23 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
 // split without a tail both over a cluster and through L2 (a split whose
 // clusters do not fit in one wave, as at M128 N4096 K7168's split 4, is
 // only fast through L2).
-std::vector<std::map<std::string, std::string>> gemm_configs(const Params&) {
-  std::vector<std::map<std::string, std::string>> out;
-  for (const GemmConfig& c : gemm_config_space()) {
-    std::map<std::string, std::string> cfg = {{"bn", std::to_string(c.block_n)},
-                                              {"stages", std::to_string(c.stages)},
-                                              {"split", std::to_string(c.split_k)},
-                                              {"split_l2", "0"},
-                                              {"tail", c.k_tail ? "1" : "0"}};
-    out.push_back(cfg);
-    if (c.split_k > 1 && !c.k_tail) {
-      cfg["split_l2"] = "1";
+std::function<std::vector<std::map<std::string, std::string>>(const Params&)> gemm_configs(
+    bool dual) {
+  return [dual](const Params&) {
+    std::vector<std::map<std::string, std::string>> out;
+    for (const GemmConfig& c : gemm_config_space(dual)) {
+      std::map<std::string, std::string> cfg = {
+          {"bn", std::to_string(c.block_n)},    {"stages", std::to_string(c.stages)},
+          {"split", std::to_string(c.split_k)}, {"split_l2", "0"},
+          {"tail", c.k_tail ? "1" : "0"},       {"consumers", std::to_string(c.consumer_groups)}};
       out.push_back(cfg);
+      if (c.split_k > 1 && !c.k_tail) {
+        cfg["split_l2"] = "1";
+        out.push_back(cfg);
+      }
     }
-  }
-  return out;
+    return out;
+  };
 }
 
 // Whether the kernel reads blocked weight scales: packed weights carry
@@ -343,12 +349,12 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
            "C[l][m][n] = sum_k A[l][m][k] * B[l][n][k], A (activations) and B (weights) NVFP4, "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("128", "7168", "16384", "rows of B (weights)", "GEMM"), check_gemm,
-           bench_gemm, gemm_configs, gemm_kernels(false), gemm_tuned_entry(false)});
+           bench_gemm, gemm_configs(false), gemm_kernels(false), gemm_tuned_entry(false)});
   reg.add({"dual_gemm", "nvfp4_dual_gemm",
            "C = silu(A B1^T) * (A B2^T), A, B1, B2 NVFP4 (the SwiGLU up-projection, fused), "
            "fp16/bf16 out; checked against the float64 reference",
            product_params("256", "4096", "7168", "rows of B1 and B2", "dual"), check_dual,
-           bench_dual, gemm_configs, gemm_kernels(true), gemm_tuned_entry(true)});
+           bench_dual, gemm_configs(true), gemm_kernels(true), gemm_tuned_entry(true)});
 }
 
 }  // namespace kestrel::bench

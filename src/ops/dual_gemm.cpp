@@ -10,10 +10,11 @@
 
 namespace kestrel {
 
-GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
-                                    int sm_count) {
-  // Half the output columns per CTA of the plain GEMM: the same heuristic on
-  // twice the rows gives the same tile counts.
+namespace {
+
+// Two consumer warpgroups' configuration: the plain GEMM's heuristic on
+// twice the rows (half the output columns per CTA: the same tile counts).
+GemmConfig two_group_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
   const GemmConfig c = gemm_default_config(m, 2 * n, k, batches, sm_count);
   if (c.split_k == 1 || c.block_n <= 128) return c;
   // A second tile of 128 tokens beats a K split of 256-token tiles (H100,
@@ -21,6 +22,35 @@ GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t bat
   // N3072 K4096 bn128 k1 30.0 us, bn256 k2 33.2; M256 N4096 K7168 46.4 vs
   // 48.7.
   return gemm_default_config(128, 2 * n, k, batches * ops::ceil_div(m, 128), sm_count);
+}
+
+}  // namespace
+
+GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
+                                    int sm_count) {
+  GemmConfig c = two_group_config(m, n, k, batches, sm_count);
+  if (c.split_k != 1) return c;
+  // Without a K split, tiles of 96 columns (three consumer warpgroups) where
+  // their waves of work are a twentieth shorter: the longest CTA's tiles x
+  // columns x tokens, a stage of up to 128 tokens costing 7% more per value
+  // than one of 256 (H100, session 38: 0.62 us at 64 x 128, 1.166 at 64 x
+  // 256; H200, session 39: 0.936 at 96 x 128), the K tail not counted (its
+  // end costs ~5 us). Not under 96 tokens: their stage decodes too often
+  // for its wgmmas (dual M256 N3072 K4096 at bn64: 32.0 us against 28.0 at
+  // two warpgroups' bn128). Measured on the H200 (session 39), packed: dual
+  // M512 N3072 K7168 65.4 -> 61.4 us (bn256 with a K tail -> bn128), M384
+  // N3072 K7168 65.3 -> 53.5, M1024 N3072 K4096 86.5 -> 70.4, M512 N6144
+  // K4096 85.8 -> 71.1.
+  auto waves_cost = [&](int columns, int bn) {
+    const int64_t tiles = ops::ceil_div(n, columns) * ops::ceil_div(m, bn) * batches;
+    return ops::ceil_div(tiles, sm_count) * columns * bn * (bn > 128 ? 100 : 107);
+  };
+  const int bn3 = waves_cost(96, 96) < waves_cost(96, 128) ? 96 : 128;
+  if (waves_cost(96, bn3) * 20 < waves_cost(64, c.block_n) * 19) {
+    c = GemmConfig{bn3, ops::gemm_default_stages(bn3, false, false, 3), 1};
+    c.consumer_groups = 3;
+  }
+  return c;
 }
 
 namespace {

@@ -67,7 +67,7 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
     p.w2_packed = dual ? b2->values.data : b.values.data;
     p.w_packed_batch = packed_weight_batch_bytes(shape.n, shape.k);
   } else {
-    const int box_rows = dual ? kGemmBlockM / 2 : kGemmBlockM;
+    const int box_rows = gemm_tile_columns(cfg, dual);
     KESTREL_RETURN_IF_ERROR(make_weight_map(b, box_rows, &map_w));
     if (dual) {
       KESTREL_RETURN_IF_ERROR(make_weight_map(*b2, box_rows, &map_w2));
@@ -89,8 +89,10 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   p.n = int(shape.n);
   p.k = int(shape.k);
   p.batches = int(shape.batches);
-  // Without a K split C leaves by TMA stores where its layout allows them.
-  p.c_tma = cfg.split_k == 1 && make_output_map(c, shape, cfg.block_n, &map_c).ok();
+  // Without a K split C leaves by TMA stores where its layout allows them
+  // (64 columns a store: not from tiles of 96).
+  p.c_tma = cfg.split_k == 1 && gemm_tile_columns(cfg, dual) % 64 == 0 &&
+            make_output_map(c, shape, cfg.block_n, &map_c).ok();
   if (!p.c_tma) map_c = map_x;  // unused
   p.alpha = a.global_scale * b.global_scale * kDecodeUnitSquared;
   p.alpha2 = dual ? a.global_scale * b2->global_scale * kDecodeUnitSquared : 0.0f;
@@ -101,15 +103,14 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   if (through_l2) {
     // Arrival counters per tile (left zero by every call) and a slot of
     // fp32 accumulators per part of a tile: 256 threads x block_n / 2.
-    const int64_t tiles = gemm_tiles(shape, cfg.block_n, dual);
+    const int64_t tiles = gemm_tiles(shape, cfg, dual);
     const GemmKTail tail = gemm_config_k_tail(shape, cfg, dev->sm_count, dual);
     p.tail_stages = tail.stages;
     p.tail_ctas = tail.ctas;
     const int64_t parts = cfg.split_k + (p.tail_ctas > 0);
     void* arrivals = nullptr;
     void* partial = nullptr;
-    KESTREL_RETURN_IF_ERROR(
-        rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
     KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
         stream, size_t(tiles * parts) * 256 * (cfg.block_n / 2) * sizeof(float), &partial,
         rt::WorkspaceUse::kScratch));
@@ -164,9 +165,8 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
   }
   *cfg = given ? *given : tuned ? *tuned : heuristic;
   if (!given && !tuned && w_packed)
-    cfg->stages = gemm_default_stages(cfg->block_n, cfg->k_tail, true);
-  KESTREL_RETURN_IF_ERROR(
-      check_gemm_config(cfg->block_n, cfg->stages, cfg->split_k, dev, w_packed));
+    cfg->stages = gemm_default_stages(cfg->block_n, cfg->k_tail, true, cfg->consumer_groups);
+  KESTREL_RETURN_IF_ERROR(check_gemm_config(*cfg, dual, dev, w_packed));
   if (given || tuned) return Status::Ok();  // as given, or as timed by `kestrel tune`
   return fit_split_to_one_wave(shape, out, w_blocked, dual, w_packed, dev, cfg);
 }
@@ -175,7 +175,11 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
 
 std::string GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
-         std::to_string(split_k) + (k_tail ? " tail" : split_l2 && split_k > 1 ? " l2" : "");
+         std::to_string(split_k) +
+         (k_tail                    ? " tail"
+          : split_l2 && split_k > 1 ? " l2"
+                                    : "") +
+         (consumer_groups == 2 ? "" : " c" + std::to_string(consumer_groups));
 }
 
 const std::vector<int>& gemm_block_n_choices() {
@@ -183,13 +187,16 @@ const std::vector<int>& gemm_block_n_choices() {
   return v;
 }
 
-std::vector<GemmConfig> gemm_config_space() {
+std::vector<GemmConfig> gemm_config_space(bool dual) {
   std::vector<GemmConfig> out;
   for (int bn : gemm_block_n_choices())
-    for (int s = 2; s <= 8; ++s)
+    for (int s = 2; s <= 8; ++s) {
       for (int k : {1, 2, 4, 8})
         if (ops::gemm_smem_bytes(bn, s) <= ops::kGemmSmemLimit)
           for (bool tail : {false, true}) out.push_back({bn, s, k, false, tail});
+      if (dual && bn <= 128 && ops::gemm_smem_bytes(bn, s, false, 3) <= ops::kGemmSmemLimit)
+        out.push_back({bn, s, 1, false, false, 3});
+    }
   return out;
 }
 
@@ -238,8 +245,8 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
   // One token: the GEMV kernel is the memory-bound specialist (it reads
   // row-major weights).
   if (shape.m == 1 && config == nullptr && !w_packed) {
-    const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
-                                              {shape.c_batch, 1});
+    const TensorView cv =
+        TensorView::strided(c.data, c.dtype, {shape.batches, shape.n}, {shape.c_batch, 1});
     return gemv_nvfp4(b, a, cv, stream);
   }
 

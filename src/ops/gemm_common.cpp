@@ -13,20 +13,20 @@
 
 namespace kestrel::ops {
 
-int gemm_smem_bytes(int block_n, int stages, bool w_packed) {
-  const int weights = w_packed ? 2 * kPackedBlockStageBytes : kGemmBlockM * kGemmBlockK / 2;
+int gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers) {
+  const int weights = consumers * (w_packed ? kPackedBlockStageBytes : kPackedValueBytes);
   const int stage = weights + block_n * kGemmBlockK * 2;
   return stages * stage + 2 * stages * 8 + 1024;  // + barriers + 1024-byte alignment slack
 }
 
-int gemm_max_stages(int block_n, bool w_packed) {
+int gemm_max_stages(int block_n, bool w_packed, int consumers) {
   int s = 8;
-  while (s > 2 && gemm_smem_bytes(block_n, s, w_packed) > kGemmSmemLimit) --s;
+  while (s > 2 && gemm_smem_bytes(block_n, s, w_packed, consumers) > kGemmSmemLimit) --s;
   return s;
 }
 
-int gemm_default_stages(int block_n, bool k_tail, bool w_packed) {
-  const int deepest = gemm_max_stages(block_n, w_packed);
+int gemm_default_stages(int block_n, bool k_tail, bool w_packed, int consumers) {
+  const int deepest = gemm_max_stages(block_n, w_packed, consumers);
   // Every CTA asks for its whole ring at once at the start; past 4 stages
   // of 32..128 tokens that burst costs more than the depth hides. H100,
   // session 30, µs, 4 stages against the deepest (packed unless noted):
@@ -87,14 +87,25 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   return Status::Ok();
 }
 
-Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
+Status check_gemm_config(const GemmConfig& cfg, bool dual, const rt::DeviceInfo* dev,
                          bool w_packed) {
   const auto& bns = gemm_block_n_choices();
-  const int smem = gemm_smem_bytes(block_n, stages, w_packed);
+  const int block_n = cfg.block_n, stages = cfg.stages, split_k = cfg.split_k;
   if (std::find(bns.begin(), bns.end(), block_n) == bns.end() || stages < 2 || stages > 8 ||
       (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8))
-    return Status::InvalidArgument("config: block_n must be one of gemm_block_n_choices(), "
-                                   "stages 2..8, split_k 1/2/4/8");
+    return Status::InvalidArgument(
+        "config: block_n must be one of gemm_block_n_choices(), "
+        "stages 2..8, split_k 1/2/4/8");
+  if (cfg.consumer_groups != 2 && cfg.consumer_groups != 3)
+    return Status::InvalidArgument("config: consumer_groups must be 2 or 3, got " +
+                                   std::to_string(cfg.consumer_groups));
+  // (Three warpgroups have 160 registers a thread: 128 tokens' sums and a
+  // stage's fragments twice.)
+  if (cfg.consumer_groups == 3 && (!dual || split_k != 1 || cfg.k_tail || block_n > 128))
+    return Status::InvalidArgument(
+        "config: consumer_groups 3 needs the dual GEMM with split_k 1, no k_tail and block_n "
+        "<= 128");
+  const int smem = gemm_smem_bytes(block_n, stages, w_packed, cfg.consumer_groups);
   if (smem > dev->max_smem_per_block_optin)
     return Status::InvalidArgument("config: needs " + std::to_string(smem) +
                                    " bytes of shared memory, the GPU allows " +
@@ -150,8 +161,12 @@ Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUt
   return rt::make_tma_map(c.data, spec, out);
 }
 
-int64_t gemm_tiles(const GemmShape& s, int block_n, bool dual) {
-  return ceil_div(s.n, dual ? kGemmBlockM / 2 : kGemmBlockM) * ceil_div(s.m, block_n) * s.batches;
+int gemm_tile_columns(const GemmConfig& cfg, bool dual) {
+  return dual ? 32 * cfg.consumer_groups : kGemmBlockM;
+}
+
+int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual) {
+  return ceil_div(s.n, gemm_tile_columns(cfg, dual)) * ceil_div(s.m, cfg.block_n) * s.batches;
 }
 
 GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count) {
@@ -192,8 +207,7 @@ GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count
 
 GemmKTail gemm_config_k_tail(const GemmShape& s, const GemmConfig& cfg, int sm_count, bool dual) {
   if (!cfg.k_tail) return {};
-  return gemm_k_tail(gemm_tiles(s, cfg.block_n, dual), cfg.split_k, ceil_div(s.k, kGemmBlockK),
-                     sm_count);
+  return gemm_k_tail(gemm_tiles(s, cfg, dual), cfg.split_k, ceil_div(s.k, kGemmBlockK), sm_count);
 }
 
 Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::LaunchShape& ls,
@@ -201,9 +215,8 @@ Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::La
   if (cfg.k_tail && gemm_config_k_tail(s, cfg, sm_count, dual).ctas == 0)
     return Status::InvalidArgument(
         "config: k_tail needs SMs the split leaves idle (tiles x split_k = " +
-        std::to_string(gemm_tiles(s, cfg.block_n, dual) * cfg.split_k) + " of " +
-        std::to_string(sm_count) + ") and at least split_k + 1 stages of 128 K values (K = " +
-        std::to_string(s.k) + ")");
+        std::to_string(gemm_tiles(s, cfg, dual) * cfg.split_k) + " of " + std::to_string(sm_count) +
+        ") and at least split_k + 1 stages of 128 K values (K = " + std::to_string(s.k) + ")");
   if (cfg.partials_through_l2() && ls.grid.x == unsigned(INT32_MAX))
     return Status::InvalidArgument("config: tiles x split_k must be under 2^31 (grid.x)");
   if (ls.grid.y > 65535)
@@ -217,7 +230,7 @@ Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::La
 rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int sm_count,
                                   bool dual, bool w_packed) {
   rt::LaunchShape shape;
-  const int64_t tiles = gemm_tiles(s, cfg.block_n, dual);
+  const int64_t tiles = gemm_tiles(s, cfg, dual);
   if (cfg.partials_through_l2()) {
     const int64_t tail = gemm_config_k_tail(s, cfg, sm_count, dual).ctas;
     shape.grid = dim3(unsigned(std::min<int64_t>(tiles * cfg.split_k + tail, INT32_MAX)));
@@ -229,8 +242,9 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int
                       unsigned(s.batches));
     shape.cluster = dim3(unsigned(cfg.split_k), 1, 1);
   }
-  shape.block = dim3(384);
-  shape.smem_bytes = size_t(gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed));
+  shape.block = dim3(unsigned(128 * (cfg.consumer_groups + 1)));  // + the producer warpgroup
+  shape.smem_bytes =
+      size_t(gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed, cfg.consumer_groups));
   return shape;
 }
 

@@ -13,7 +13,7 @@
 
 namespace kestrel::ops {
 
-constexpr int kGemmBlockM = 128;  // weight rows per CTA
+constexpr int kGemmBlockM = 128;  // weight rows per CTA (two consumer warpgroups)
 constexpr int kGemmBlockK = 128;  // K values per pipeline stage
 constexpr int kGemmSmemLimit = 227 * 1024;
 // Both operands are decoded as e2m1 / 2^14 (common/fp4_decode.cuh).
@@ -21,14 +21,14 @@ constexpr float kDecodeUnitSquared = 268435456.0f;  // 2^28
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Dynamic shared memory of one GEMM CTA (the dual GEMM's stage holds 64 rows
-// of each weight: the same bytes; packed weights bring their scale codes,
-// 1 KB more per stage).
-int gemm_smem_bytes(int block_n, int stages, bool w_packed = false);
-int gemm_max_stages(int block_n, bool w_packed = false);
+// Dynamic shared memory of one GEMM CTA of `consumers` consumer warpgroups
+// (64 weight rows each a stage; the dual GEMM's are half W1's, half W2's;
+// packed weights bring their scale codes, 512 bytes more per 64 rows).
+int gemm_smem_bytes(int block_n, int stages, bool w_packed = false, int consumers = 2);
+int gemm_max_stages(int block_n, bool w_packed = false, int consumers = 2);
 // The heuristic's pipeline depth: 4 stages at 32..128 tokens, except the
 // unpacked weights of a K-tail launch; otherwise as deep as fits.
-int gemm_default_stages(int block_n, bool k_tail, bool w_packed);
+int gemm_default_stages(int block_n, bool k_tail, bool w_packed, int consumers = 2);
 
 struct GemmShape {
   int64_t batches, m, n, k;
@@ -38,7 +38,9 @@ struct GemmShape {
 // a: activations, b: weights, c: output. Checks formats, shapes, alignment.
 Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                      const char* c_name, GemmShape* out);
-Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceInfo* dev,
+// The configuration's own rules (and three consumer warpgroups: a dual GEMM
+// without a K split or tail).
+Status check_gemm_config(const GemmConfig& cfg, bool dual, const rt::DeviceInfo* dev,
                          bool w_packed = false);
 
 // Rows per batch of the pre-passed activations: M rounded up to whole token
@@ -46,15 +48,17 @@ Status check_gemm_config(int block_n, int stages, int split_k, const rt::DeviceI
 int64_t activation_rows(const GemmShape& s, int block_n);
 // The TMA map of the pre-passed fp16 activations.
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
-// The TMA map of row-major weights, `box_rows` rows per load (128; 64 for dual).
+// The TMA map of row-major weights, `box_rows` rows per load (the rows of
+// a tile: 128; dual, its columns, 64 or 96).
 Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
 // The TMA map that stores C (64 columns x block_n tokens per store);
 // fails where C's base or strides are not 16-byte aligned.
 Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUtensorMap* out);
 
-// Output tiles of a launch (dual: the SwiGLU variant, 64 output columns per
-// CTA).
-int64_t gemm_tiles(const GemmShape& s, int block_n, bool dual);
+// Output columns (weight rows) per tile: 128, dual 32 x consumer_groups.
+int gemm_tile_columns(const GemmConfig& cfg, bool dual);
+// Output tiles of a launch (dual: the SwiGLU variant).
+int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual);
 
 // A K tail (GemmConfig::k_tail): its last `stages` of every tile go to
 // `ctas` CTAs after the tiles x split_k; none where no SM is left idle or K

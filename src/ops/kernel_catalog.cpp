@@ -68,8 +68,12 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // for few long rows), plus the unaligned-row path; the whole
   // configuration space is in configuration_space_specs().
   std::vector<GemvConfig> regs;
-  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096}, {2048, 4096}, {1024, 4096},
-                      {1024, 16384}, {128, 32768}, {64, 65536}}) {
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096},
+                      {2048, 4096},
+                      {1024, 4096},
+                      {1024, 16384},
+                      {128, 32768},
+                      {64, 65536}}) {
     const GemvConfig c = gemv_default_config(m, k, 1, 132, GemvKernel::kRegister);
     if (std::none_of(regs.begin(), regs.end(),
                      [&](const GemvConfig& r) { return r.describe() == c.describe(); }))
@@ -132,9 +136,10 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
   // Stages only size the ring: the deepest of each tile width covers the
   // code. (A K tail compiles the same with split_l2 on or off: once.)
   std::set<std::string> seen;
-  for (const GemmConfig& c : gemm_config_space()) {
-    if (c.stages != gemm_max_stages(c.block_n)) continue;
+  for (const GemmConfig& c : gemm_config_space(true)) {
+    if (c.stages != gemm_max_stages(c.block_n, false, c.consumer_groups)) continue;
     for (bool dual : {false, true}) {
+      if (!dual && c.consumer_groups != 2) continue;
       rt::KernelSpec spec = gemm_kernel_spec(DType::kBF16, c, false, dual);
       if (seen.insert(spec.entry).second) specs.push_back(std::move(spec));
     }

@@ -37,7 +37,7 @@ rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked
               std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) + ", " +
               std::to_string(cfg.split_k) + ", " + flag(w_blocked) + ", " + flag(dual) + ", " +
               flag(cfg.partials_through_l2()) + ", " + flag(w_packed) + ", " + flag(cfg.k_tail) +
-              ">",
+              ", " + std::to_string(cfg.consumer_groups) + ">",
           {}};
 }
 
@@ -48,10 +48,10 @@ rt::KernelSpec weight_pack_kernel_spec(bool blocked) {
 }
 
 rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16) {
-  return {"nvfp4_act_prepass.cuh",
-          std::string("kestrel::nvfp4_act_prepass_kernel<") + flag(blocked) + ", " + flag(vec16) +
-              ">",
-          {}};
+  return {
+      "nvfp4_act_prepass.cuh",
+      std::string("kestrel::nvfp4_act_prepass_kernel<") + flag(blocked) + ", " + flag(vec16) + ">",
+      {}};
 }
 
 }  // namespace kestrel::ops

@@ -97,10 +97,10 @@ Status parse_gemm_entry(const json& e, GemmTuned* out) {
   t.config.split_k = c.at("split").get<int>();
   t.config.split_l2 = c.value("split_l2", false);
   t.config.k_tail = c.value("tail", false);
+  t.config.consumer_groups = c.value("consumers", 2);
   rt::DeviceInfo hopper;  // the rules of the configuration space, at Hopper's shared memory
   hopper.max_smem_per_block_optin = kGemmSmemLimit;
-  KESTREL_RETURN_IF_ERROR(check_gemm_config(t.config.block_n, t.config.stages, t.config.split_k,
-                                            &hopper, t.key.w_packed));
+  KESTREL_RETURN_IF_ERROR(check_gemm_config(t.config, t.key.dual, &hopper, t.key.w_packed));
   t.us = e.value("us", 0.0);
   t.heuristic_us = e.value("heuristic_us", 0.0);
   *out = t;
@@ -226,7 +226,8 @@ std::string TuningTable::to_json() const {
                        {"stages", e.config.stages},
                        {"split", e.config.split_k},
                        {"split_l2", e.config.split_l2},
-                       {"tail", e.config.k_tail}}},
+                       {"tail", e.config.k_tail},
+                       {"consumers", e.config.consumer_groups}}},
                      {"us", e.us},
                      {"heuristic_us", e.heuristic_us}});
   return json{{"format", kFormat}, {"rowwise", rows}, {"gemm", gemms}}.dump(1) + "\n";

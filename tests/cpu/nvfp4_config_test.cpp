@@ -26,10 +26,11 @@ bool in_space(const GemvConfig& c) {
   });
 }
 
-bool in_space(const GemmConfig& c) {
-  const auto space = gemm_config_space();
+bool in_space(const GemmConfig& c, bool dual = false) {
+  const auto space = gemm_config_space(dual);
   return std::any_of(space.begin(), space.end(), [&](const GemmConfig& s) {
-    return s.block_n == c.block_n && s.stages == c.stages && s.split_k == c.split_k;
+    return s.block_n == c.block_n && s.stages == c.stages && s.split_k == c.split_k &&
+           s.consumer_groups == c.consumer_groups;
   });
 }
 
@@ -82,12 +83,18 @@ TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
     for (int64_t n : {128, 200, 3072, 4096, 7168, 8192})
       for (int64_t k : {64, 1024, 2048, 7168, 16384}) {
         // Tokens fit one tile up to 256 (the dual GEMM may cut them into
-        // tiles of 128 rather than split K).
-        for (const auto& [c, tile] : {std::pair{gemm_default_config(m, n, k, 1, 132), 256},
-                                      std::pair{dual_gemm_default_config(m, n, k, 1, 132), 128}}) {
-          EXPECT_TRUE(in_space(c)) << m << "x" << n << "x" << k << ": " << c.describe();
-          EXPECT_LE(ops::gemm_smem_bytes(c.block_n, c.stages), ops::kGemmSmemLimit);
+        // tiles of 128 rather than split K, or of 96 for three warpgroups).
+        for (bool dual : {false, true}) {
+          const GemmConfig c = dual ? dual_gemm_default_config(m, n, k, 1, 132)
+                                    : gemm_default_config(m, n, k, 1, 132);
+          const int tile = !dual ? 256 : c.consumer_groups == 3 ? 96 : 128;
+          EXPECT_TRUE(in_space(c, dual)) << m << "x" << n << "x" << k << ": " << c.describe();
+          EXPECT_LE(ops::gemm_smem_bytes(c.block_n, c.stages, false, c.consumer_groups),
+                    ops::kGemmSmemLimit);
           EXPECT_GE(c.block_n, std::min<int64_t>(m, tile)) << m << "x" << n << "x" << k;
+          rt::DeviceInfo hopper;
+          hopper.max_smem_per_block_optin = ops::kGemmSmemLimit;
+          EXPECT_TRUE(ops::check_gemm_config(c, dual, &hopper).ok()) << c.describe();
         }
       }
 }
@@ -133,10 +140,25 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
     const GemmConfig m256 = dual_gemm_default_config(256, n, 7168, 1, 132);
     EXPECT_EQ(m256.block_n, 128) << m256.describe();
     EXPECT_EQ(m256.split_k, 1) << m256.describe();
-    const GemmConfig m512 = dual_gemm_default_config(512, n, 7168, 1, 132);
-    EXPECT_EQ(m512.block_n, 256) << m512.describe();
-    EXPECT_EQ(m512.split_k, 1) << m512.describe();
   }
+  const GemmConfig m512 = dual_gemm_default_config(512, 4096, 7168, 1, 132);
+  EXPECT_EQ(m512.describe(), "bn256 s3 k1");
+}
+
+// Tiles of 96 columns (three consumer warpgroups) where their waves are
+// shorter: at N = 3072, 32 x 4 tiles of 128 tokens (or 96 at M = 384) fill
+// 128 SMs where 48 x 2 tiles of 256 fill 96 (H200, session 39: 65.4 ->
+// 61.4 us, 65.3 -> 53.5 at M384); not where they take more waves (M512
+// N4096: 172 tiles, M256 N3072: 64), nor at 64 tokens or fewer.
+TEST(Nvfp4Config, DualGemmTakesThreeWarpgroupsWhereTheyFillTheGpu) {
+  EXPECT_EQ(dual_gemm_default_config(512, 3072, 7168, 1, 132).describe(), "bn128 s4 k1 c3");
+  EXPECT_EQ(dual_gemm_default_config(384, 3072, 7168, 1, 132).describe(), "bn96 s4 k1 c3");
+  EXPECT_EQ(dual_gemm_default_config(1024, 3072, 4096, 1, 132).describe(), "bn128 s4 k1 c3");
+  EXPECT_EQ(dual_gemm_default_config(512, 4096, 7168, 1, 132).consumer_groups, 2);
+  EXPECT_EQ(dual_gemm_default_config(256, 3072, 4096, 1, 132).consumer_groups, 2);
+  EXPECT_EQ(dual_gemm_default_config(4096, 4096, 4096, 1, 132).consumer_groups, 2);
+  for (int64_t m : {1, 16, 64})
+    EXPECT_EQ(dual_gemm_default_config(m, 3072, 7168, 1, 132).consumer_groups, 2) << m;
 }
 
 // The packed dual GPU cases written for the loop with two wgmma groups in
@@ -144,16 +166,17 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
 // it from the heuristic on an H100's 132 SMs, with the stage counts and
 // tile counts they are there for.
 TEST(Nvfp4Config, DualTwoGroupCasesTakeThatLoop) {
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{128, 8960, 384}, {77, 200, 1920}}) {
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{128, 13440, 384}, {77, 200, 1920}}) {
     const GemmConfig c = dual_gemm_default_config(m, n, k, 1, 132);
     EXPECT_LE(c.block_n, 128) << c.describe();
     EXPECT_EQ(c.split_k, 1) << c.describe();
     EXPECT_FALSE(c.k_tail) << c.describe();
+    EXPECT_EQ(c.consumer_groups, 2) << c.describe();
     EXPECT_EQ(ops::ceil_div(k, ops::kGemmBlockK) % 2, 1) << k;  // an odd stage count
   }
-  const GemmConfig wide = dual_gemm_default_config(128, 8960, 384, 1, 132);
-  const ops::GemmShape shape{1, 128, 8960, 384, 0, 0};
-  EXPECT_GT(ops::gemm_tiles(shape, wide.block_n, true), 132);  // CTAs take several tiles
+  const GemmConfig wide = dual_gemm_default_config(128, 13440, 384, 1, 132);
+  const ops::GemmShape shape{1, 128, 13440, 384, 0, 0};
+  EXPECT_GT(ops::gemm_tiles(shape, wide, true), 132);  // CTAs take several tiles
 }
 
 // Without a K split the CTAs are persistent: one per SM at most, whatever
@@ -231,7 +254,8 @@ TEST(Nvfp4Config, GemmKTailBalancesTheIdleSms) {
   // than the tail saves (H100, session 27).
   EXPECT_FALSE(gemm_default_config(128, 7168, 2048, 1, 132).k_tail);
   EXPECT_FALSE(dual_gemm_default_config(256, 3072, 4096, 1, 132).k_tail);
-  EXPECT_TRUE(dual_gemm_default_config(512, 3072, 7168, 1, 132).k_tail);
+  // (Dual M512 N3072 K7168 took a tail until three warpgroups beat it.)
+  EXPECT_FALSE(dual_gemm_default_config(512, 3072, 7168, 1, 132).k_tail);
 
   const ops::GemmShape seed_shape{1, 128, 7168, 16384, 0, 0};
   const GemmConfig tail{128, 5, 2, false, true};

@@ -83,8 +83,10 @@ TEST(Precompile, EveryGemvAndGemmConfigurationNamesItsKernel) {
         // either); a K tail only through L2.
         const bool one = cfg.at("split") == "1" || cfg.at("tail") == "1";
         EXPECT_EQ(specs.size(), one ? 1u : 2u) << "cluster and L2 splits";
-        // The last flag is K_TAIL: a tail compiles its own L2 meeting.
-        const std::string last = cfg.at("tail") == "1" ? "true, false, true>" : ", false>";
+        // The last flags are K_TAIL (a tail compiles its own L2 meeting) and
+        // the consumer warpgroups.
+        const std::string last = (cfg.at("tail") == "1" ? "true, false, true, " : ", false, ") +
+                                 cfg.at("consumers") + ">";
         EXPECT_EQ(specs[0].entry.substr(specs[0].entry.size() - last.size()), last)
             << specs[0].entry;
       }

@@ -144,11 +144,13 @@ TEST(TuningTable, GemmEntriesRoundTripAndServeTheirExactShape) {
   t.put(gemm_entry(512, {256, 3, 1, false, true}));
   t.put(gemm_entry(256, {128, 4, 2, true, false}));
   t.put(gemm_entry(512, {256, 2, 1, false, true}));  // replaces the first
+  t.put(gemm_entry(384, {96, 4, 1, false, false, 3}));
   TuningTable back;
   const Status s = TuningTable::parse(t.to_json(), "test", &back);
   ASSERT_TRUE(s.ok()) << s.to_string();
-  ASSERT_EQ(back.gemm().size(), 2u);
-  for (size_t i = 0; i < 2; ++i) {
+  ASSERT_EQ(back.gemm().size(), 3u);
+  EXPECT_EQ(back.gemm()[2].config.describe(), "bn96 s4 k1 c3");
+  for (size_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(back.gemm()[i].key == t.gemm()[i].key);
     EXPECT_EQ(back.gemm()[i].config.describe(), t.gemm()[i].config.describe());
     EXPECT_DOUBLE_EQ(back.gemm()[i].us, 66.9);
@@ -182,6 +184,13 @@ TEST(TuningTable, BadGemmEntriesAreRefusedWithTheRule) {
       {with(shape, R"({"bn": 128, "stages": 4, "split": 3})"), "split_k 1/2/4/8"},
       {with(shape, R"({"bn": 256, "stages": 8, "split": 1})"), "bytes of shared memory"},
       {with(shape, R"({"bn": 128})"), "gemm entry 0:"},
+      {with(shape, R"({"bn": 128, "stages": 4, "split": 1, "consumers": 4})"),
+       "consumer_groups must be 2 or 3"},
+      {with(shape, R"({"bn": 128, "stages": 4, "split": 1, "consumers": 3})"),
+       "consumer_groups 3 needs the dual GEMM"},
+      {with(R"("op": "dual_gemm", "m": 512, "n": 3072, "k": 7168)",
+            R"({"bn": 256, "stages": 2, "split": 1, "consumers": 3})"),
+       "block_n <= 128"},
   };
   for (const auto& [text, rule] : cases) {
     TuningTable t;

@@ -12,9 +12,9 @@
 #include "golden.h"
 #include "golden_nvfp4.h"
 #include "gpu_test.h"
+#include "host_float.h"
 #include "kestrel/gemm.h"
 #include "random.h"
-#include "host_float.h"
 #include "sampled_check.h"
 
 namespace kestrel {
@@ -111,8 +111,8 @@ void check_case(const DualCase& c, const GemmConfig* cfg = nullptr) {
       sub.push_back(got[size_t(i)]);
     }
   }
-  const auto rep = c.out == DType::kF16 ? testing::compare_fp16(sub, want)
-                                        : testing::compare_bf16(sub, want);
+  const auto rep =
+      c.out == DType::kF16 ? testing::compare_fp16(sub, want) : testing::compare_bf16(sub, want);
   EXPECT_TRUE(rep.pass) << describe(c) << (cfg ? " " + cfg->describe() : "") << ": "
                         << rep.to_string();
   const auto again = run_dual(c, o, cfg, &st);
@@ -131,12 +131,13 @@ TEST_P(DualGemmGpu, MatchesReference) {
 std::vector<DualCase> shapes() {
   using L = ScaleLayout;
   std::vector<DualCase> v;
-  for (auto [m, n, k] : {std::tuple{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096},
-                         {512, 3072, 7168}})
+  for (auto [m, n, k] :
+       {std::tuple{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096}, {512, 3072, 7168}})
     v.push_back({m, n, k, (m + n) % 3 == 0, L::kLinear, L::kLinear});
   for (int64_t m : {1, 8, 77, 128, 300})
     for (int64_t n : {128, 200})
-      for (int64_t k : {64, 1024}) v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
+      for (int64_t k : {64, 1024})
+        v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
   v.push_back({77, 200, 512, false, L::kBlocked, L::kBlocked, DType::kBF16});
   // Packed weights: a seed and edge shapes (N off the 64-row block, K of
   // half a stage).
@@ -147,9 +148,9 @@ std::vector<DualCase> shapes() {
         v.push_back({m, n, k, (m + k) % 2 == 1, L::kBlocked, L::kLinear, DType::kBF16, true});
   // Packed tiles of <= 128 tokens without a split run the loop with two
   // wgmma groups in flight: odd stage counts (3, 15), and more tiles than
-  // an H100 has SMs (140 at M128 N8960), so persistent CTAs take several
+  // an H100 has SMs (210 at M128 N13440), so persistent CTAs take several
   // (nvfp4_config_test checks that the heuristic picks that loop here).
-  v.push_back({128, 8960, 384, false, L::kLinear, L::kLinear, DType::kBF16, true});
+  v.push_back({128, 13440, 384, false, L::kLinear, L::kLinear, DType::kBF16, true});
   v.push_back({77, 200, 1920, true, L::kBlocked, L::kLinear, DType::kF16, true});
   return v;
 }
@@ -183,8 +184,9 @@ TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
 TEST(DualGemmGpuConfigs, KTailTakesTheLastStagesOfManyTiles) {
   KESTREL_REQUIRE_GPU();
   for (bool packed : {false, true}) {
-    const DualCase c{40,          6144 - 8, 2048, packed, ScaleLayout::kBlocked,
-                     ScaleLayout::kLinear, DType::kBF16, packed};
+    const DualCase c{
+        40,           6144 - 8, 2048, packed, ScaleLayout::kBlocked, ScaleLayout::kLinear,
+        DType::kBF16, packed};
     for (GemmConfig cfg : {GemmConfig{48, 4, 1, false, true}, GemmConfig{48, 2, 1, false, true}}) {
       SCOPED_TRACE(cfg.describe());
       check_case(c, &cfg);
@@ -196,9 +198,8 @@ TEST(DualGemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
   KESTREL_REQUIRE_GPU();
   const DualCase c{200,         328, 2048 + 64, false, ScaleLayout::kLinear, ScaleLayout::kLinear,
                    DType::kF16, true};
-  for (GemmConfig cfg :
-       {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true},
-        GemmConfig{128, 4, 1, false, true}}) {
+  for (GemmConfig cfg : {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true},
+                         GemmConfig{128, 4, 1, false, true}}) {
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }
@@ -215,6 +216,51 @@ TEST(DualGemmGpuConfigs, PersistentCtasTakeManyTiles) {
       SCOPED_TRACE(cfg.describe());
       check_case(c, &cfg);
     }
+  }
+}
+
+// Three consumer warpgroups (tiles of 96 columns: a block and a half of each
+// packed weight, odd tiles starting mid-block, the last tile's next block past
+// the packed rows at N = 200 and 1004), one tile per CTA and persistent CTAs
+// over many tiles (M600 N1004 bn16: 418 tiles), and the smallest K; row-major
+// and packed weights (two tests, for the sanitizers' time).
+void check_three_consumer_groups(bool packed) {
+  using L = ScaleLayout;
+  auto three = [](int bn, int stages) {
+    GemmConfig c{bn, stages, 1};
+    c.consumer_groups = 3;
+    return c;
+  };
+  for (DualCase c : {DualCase{200, 328, 2048 + 64, false, L::kLinear, L::kLinear},
+                     DualCase{77, 200, 1920, true, L::kBlocked, L::kLinear, DType::kBF16},
+                     DualCase{1, 72, 64, false, L::kLinear, L::kBlocked},
+                     DualCase{600, 1004, 320, true, L::kBlocked, L::kLinear}}) {
+    c.packed = packed;
+    for (const GemmConfig& cfg : {three(128, 4), three(96, 3), three(16, 2)}) {
+      SCOPED_TRACE(cfg.describe());
+      check_case(c, &cfg);
+    }
+  }
+}
+
+TEST(DualGemmGpuConfigs, ThreeConsumerWarpgroupsRowMajor) {
+  KESTREL_REQUIRE_GPU();
+  check_three_consumer_groups(false);
+}
+
+TEST(DualGemmGpuConfigs, ThreeConsumerWarpgroupsPacked) {
+  KESTREL_REQUIRE_GPU();
+  check_three_consumer_groups(true);
+}
+
+// The seed shape three warpgroups are for (the heuristic's pick there).
+TEST(DualGemmGpuSeed, ThreeConsumerWarpgroups) {
+  KESTREL_REQUIRE_GPU();
+  for (bool packed : {false, true}) {
+    const DualCase c{512,          3072,  7168, false, ScaleLayout::kLinear, ScaleLayout::kLinear,
+                     DType::kBF16, packed};
+    ASSERT_EQ(dual_gemm_default_config(512, 3072, 7168, 1, 132).consumer_groups, 3);
+    check_case(c);
   }
 }
 
