@@ -10,25 +10,11 @@
 
 namespace kestrel {
 
-namespace {
-
-// Two consumer warpgroups' configuration: the plain GEMM's heuristic on
-// twice the rows (half the output columns per CTA: the same tile counts).
-GemmConfig two_group_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
-  const GemmConfig c = gemm_default_config(m, 2 * n, k, batches, sm_count);
-  if (c.split_k == 1 || c.block_n <= 128) return c;
-  // A second tile of 128 tokens beats a K split of 256-token tiles (H100,
-  // session 13, splits added by reduce-scatter as in the plain GEMM): M256
-  // N3072 K4096 bn128 k1 30.0 us, bn256 k2 33.2; M256 N4096 K7168 46.4 vs
-  // 48.7.
-  return gemm_default_config(128, 2 * n, k, batches * ops::ceil_div(m, 128), sm_count);
-}
-
-}  // namespace
-
 GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
                                     int sm_count) {
-  GemmConfig c = two_group_config(m, n, k, batches, sm_count);
+  // Two consumer warpgroups: the plain GEMM's heuristic on twice the rows
+  // (half the output columns per CTA: the same tile counts).
+  GemmConfig c = gemm_default_config(m, 2 * n, k, batches, sm_count);
   if (c.split_k != 1) return c;
   // Without a K split, tiles of 96 columns (three consumer warpgroups) where
   // their waves of work are a twentieth shorter: the longest CTA's tiles x

@@ -200,7 +200,10 @@ std::vector<GemmConfig> gemm_config_space(bool dual) {
   return out;
 }
 
-GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
+namespace {
+
+// One token tile of up to 256, then a K split and tail for the idle SMs.
+GemmConfig tile_and_split(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
   GemmConfig c;
   // Tokens are the wgmma N side: the smallest tile that holds them all, up to 256.
   c.block_n = 256;
@@ -228,6 +231,26 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
              k_stages / c.split_k >= 48;
   c.stages = ops::gemm_default_stages(c.block_n, c.k_tail, false);
   return c;
+}
+
+}  // namespace
+
+GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
+  const GemmConfig c = tile_and_split(m, n, k, batches, sm_count);
+  const bool more_padding = ops::ceil_div(m, 128) * 128 > ops::ceil_div(m, c.block_n) * c.block_n;
+  if (c.split_k == 1 || c.block_n <= 128 || c.k_tail || more_padding) return c;
+  // A second tile of 128 tokens beats a K split of 256-token tiles, but not
+  // a split with a K tail, nor where its tokens pad more (M192: 256). H100, dual GEMM (session 13, splits added by
+  // reduce-scatter): M256 N3072 K4096 bn128 k1 30.0 us, bn256 k2 33.2; M256
+  // N4096 K7168 46.4 vs 48.7. Plain GEMM, packed (session 39), us, against
+  // the one-tile pick: M512 N4096 K7168 45.3 vs 47.8, M256 N4096 K7168 28.9
+  // vs 36.3, M384 N4096 K7168 40.8 vs 47.5, M256 N1024 K16384 26.4 vs 34.5,
+  // M1024 N1024 K16384 62.2 vs 67.5; but M256 N7168 K16384 90.3 vs 86.8 and
+  // M192 N7168 K16384 88.7 vs 66.3 where the pick had a tail; M192 N8192
+  // K8192 49.2 vs 41.1 (bn192 k2), though M192 N4096 K4096 21.3 vs 23.1
+  // (bn192 k4 through L2); dual M160 N4096 K7168 41.8 vs 38.0 (bn192 k2),
+  // M192 N4096 K7168 41.9 vs 37.8, M192 N3072 K4096 27.3 vs 26.6.
+  return tile_and_split(128, n, k, batches * ops::ceil_div(m, 128), sm_count);
 }
 
 namespace {

@@ -82,12 +82,12 @@ TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {
   for (int64_t m : {1, 8, 16, 77, 128, 256, 512, 1000, 4096, 8192})
     for (int64_t n : {128, 200, 3072, 4096, 7168, 8192})
       for (int64_t k : {64, 1024, 2048, 7168, 16384}) {
-        // Tokens fit one tile up to 256 (the dual GEMM may cut them into
-        // tiles of 128 rather than split K, or of 96 for three warpgroups).
+        // Tokens fit one tile up to 256, or tiles of 128 rather than a K
+        // split (the dual GEMM's three warpgroups: of 96).
         for (bool dual : {false, true}) {
           const GemmConfig c = dual ? dual_gemm_default_config(m, n, k, 1, 132)
                                     : gemm_default_config(m, n, k, 1, 132);
-          const int tile = !dual ? 256 : c.consumer_groups == 3 ? 96 : 128;
+          const int tile = c.consumer_groups == 3 ? 96 : 128;
           EXPECT_TRUE(in_space(c, dual)) << m << "x" << n << "x" << k << ": " << c.describe();
           EXPECT_LE(ops::gemm_smem_bytes(c.block_n, c.stages, false, c.consumer_groups),
                     ops::kGemmSmemLimit);
@@ -143,6 +143,20 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
   }
   const GemmConfig m512 = dual_gemm_default_config(512, 4096, 7168, 1, 132);
   EXPECT_EQ(m512.describe(), "bn256 s3 k1");
+}
+
+// The plain GEMM likewise (session 39): tiles of 128 tokens rather than a K
+// split of 256-token tiles, but not where that split takes a K tail, nor
+// where 128-token tiles pad more (M192), for the dual GEMM too.
+TEST(Nvfp4Config, GemmTakesTokenTilesBeforeAKSplitWithoutATail) {
+  EXPECT_EQ(gemm_default_config(512, 4096, 7168, 1, 132).describe(), "bn128 s4 k1");
+  EXPECT_EQ(gemm_default_config(256, 4096, 7168, 1, 132).describe(), "bn128 s4 k2");
+  EXPECT_EQ(gemm_default_config(256, 1024, 16384, 1, 132).describe(), "bn128 s4 k8");
+  EXPECT_EQ(gemm_default_config(256, 7168, 16384, 1, 132).describe(), "bn256 s3 k2 tail");
+  EXPECT_EQ(gemm_default_config(192, 7168, 16384, 1, 132).describe(), "bn192 s4 k2 tail");
+  EXPECT_EQ(gemm_default_config(192, 8192, 8192, 1, 132).describe(), "bn192 s4 k2");
+  EXPECT_EQ(dual_gemm_default_config(160, 4096, 7168, 1, 132).describe(), "bn192 s4 k2");
+  EXPECT_EQ(gemm_default_config(4096, 4096, 4096, 1, 132).describe(), "bn256 s3 k1");
 }
 
 // Tiles of 96 columns (three consumer warpgroups) where their waves are

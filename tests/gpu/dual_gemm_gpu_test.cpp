@@ -139,6 +139,9 @@ std::vector<DualCase> shapes() {
       for (int64_t k : {64, 1024})
         v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
   v.push_back({77, 200, 512, false, L::kBlocked, L::kBlocked, DType::kBF16});
+  // M160: one tile of 192 tokens and a cluster split (not two of 128).
+  for (bool packed : {false, true})
+    v.push_back({160, 200, 2048, packed, L::kLinear, L::kLinear, DType::kF16, packed});
   // Packed weights: a seed and edge shapes (N off the 64-row block, K of
   // half a stage).
   v.push_back({256, 3072, 4096, false, L::kLinear, L::kLinear, DType::kF16, true});
