@@ -25,16 +25,20 @@ while [ $# -gt 0 ]; do
 done
 export KESTREL_CACHE_DIR=${KESTREL_CACHE_DIR:-$PWD/build/kernel-cache}
 summary=()
+failed_steps=()  # the exit status: non-zero if any step failed
 note() { summary+=("$1"); echo "== $1"; }
+check() { [ "$1" = 0 ] || failed_steps+=("$2"); }  # rc step
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
-bash scripts/setup.sh >"$OUT/setup.log" 2>&1 || { note "setup: FAILED (see setup.log)"; tail -5 "$OUT/setup.log"; }
+bash scripts/setup.sh >"$OUT/setup.log" 2>&1 || {
+  note "setup: FAILED (see setup.log)"; tail -5 "$OUT/setup.log"; check 1 setup
+}
 t0=$SECONDS
 if cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
    cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1; then
   note "build: ok ($((SECONDS - t0)) s)"
 else
-  note "build: FAILED (see build.log)"; tail -30 "$OUT/build.log"
+  note "build: FAILED (see build.log)"; tail -30 "$OUT/build.log"; check 1 build
 fi
 
 if [ "$TESTS" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
@@ -42,7 +46,9 @@ if [ "$TESTS" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
   # the catalog first, into the shared disk cache, on every core.
   t0=$SECONDS
   build/kestrel compile --all >"$OUT/compile.log" 2>&1
-  note "kernels compiled ahead: rc=$? $(grep -oE '[0-9]+ compiled' "$OUT/compile.log") ($((SECONDS - t0)) s)"
+  rc=$?
+  note "kernels compiled ahead: rc=$rc $(grep -oE '[0-9]+ compiled' "$OUT/compile.log") ($((SECONDS - t0)) s)"
+  check $rc "kernel compile"
   t0=$SECONDS
   # The float64 references and the kernels the catalog leaves out are
   # CPU-bound: shards in parallel (one per two cores, at most 8) share the
@@ -59,8 +65,11 @@ if [ "$TESTS" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
   failed=$(grep -hE '^\[  FAILED  \] [0-9]+ tests?,' "$OUT/gpu_tests.log" | awk '{s += $4} END {print s + 0}')
   note "gpu tests ($shards shards): $passed passed, $failed failed, rc=$rc ($((SECONDS - t0)) s)"
   [ $rc = 0 ] || grep -E "Failure|FAILED|error" "$OUT/gpu_tests.log" | head -40
+  check $rc "gpu tests"
   build/kestrel_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1
-  note "cpu tests on the GPU machine: rc=$? $(grep -E '^\[  PASSED' "$OUT/cpu_tests.log")"
+  rc=$?
+  note "cpu tests on the GPU machine: rc=$rc $(grep -E '^\[  PASSED' "$OUT/cpu_tests.log")"
+  check $rc "cpu tests"
 fi
 
 if [ "$SANITIZE" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
@@ -73,6 +82,7 @@ if [ "$SANITIZE" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
       --gtest_filter="$small" --gtest_brief=1 >"$OUT/sanitizer_$tool.log" 2>&1
     rc=$?
     note "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1) ($((SECONDS - t0)) s)"
+    check $rc "compute-sanitizer $tool"
   done
 fi
 
@@ -83,7 +93,9 @@ if [ "$BENCH" = 1 ] && [ -x build/kestrel ]; then
   for suite in $SUITE; do
     build/kestrel bench --suite "$suite" --json "$OUT/bench_$suite.json" \
       --markdown "$OUT/bench_$suite.md" >"$OUT/bench_$suite.log" 2>&1
-    note "bench $suite: rc=$? ($((SECONDS - t0)) s)"
+    rc=$?
+    note "bench $suite: rc=$rc ($((SECONDS - t0)) s)"
+    check $rc "bench $suite"
   done
 fi
 
@@ -96,6 +108,7 @@ if [ "$BENCH" = 1 ] && [ "$TORCH" = 1 ]; then
       --json "$OUT/torch_$suite.json" --markdown "$OUT/torch_$suite.md" >"$OUT/torch_$suite.log" 2>&1
     rc=$?
     note "torch peers $suite: rc=$rc ($((SECONDS - t0)) s)"
+    check $rc "torch peers $suite"
     [ $rc = 0 ] && [ -f "$OUT/bench_$suite.json" ] &&
       python3 scripts/peer_table.py --suite "$path" --kestrel "$OUT/bench_$suite.json" \
         --torch "$OUT/torch_$suite.json" >"$OUT/vs_torch_$suite.md"
@@ -108,3 +121,8 @@ printf '%s\n' "${summary[@]}"
 [ -f "$OUT/calibrate.txt" ] && cat "$OUT/calibrate.txt"
 for suite in $SUITE; do [ -f "$OUT/bench_$suite.md" ] && grep -E '^\|' "$OUT/bench_$suite.md"; done
 for suite in $SUITE; do [ -f "$OUT/vs_torch_$suite.md" ] && cat "$OUT/vs_torch_$suite.md"; done
+if [ ${#failed_steps[@]} -gt 0 ]; then
+  echo "FAILED: ${failed_steps[*]}"
+  exit 1
+fi
+exit 0
