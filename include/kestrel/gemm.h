@@ -34,8 +34,8 @@ struct GemmConfig {
   // Whether a tile's parts meet in L2 (split_l2 means nothing without a split).
   bool partials_through_l2() const { return (split_l2 && split_k > 1) || k_tail; }
 
-  std::string describe()
-      const;  // "bn128 s4 k1", "bn128 s4 k4 l2", "bn128 s5 k2 tail", "bn128 s4 k1 c3"
+  // "bn128 s4 k1", "bn128 s4 k4 l2", "bn128 s5 k2 tail", "bn128 s4 k1 c3"
+  std::string describe() const;
 };
 
 const std::vector<int>& gemm_block_n_choices();
@@ -52,8 +52,8 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // table's entry for this GPU and exact shape (the shipped tables, under the
 // file $KESTREL_TUNING_TABLE names, written by `kestrel tune gemm ... --save`;
 // "none": no table), else the heuristic's.
-Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c, cudaStream_t stream,
-                  const GemmConfig* config = nullptr);
+Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                  cudaStream_t stream, const GemmConfig* config = nullptr);
 
 // The SwiGLU up-projection, fused: C = silu(A B1^T) * (A B2^T), each product
 // scaled by its global scales, fp32 epilogue. b1 and b2: L x N x K NVFP4 with
@@ -64,7 +64,8 @@ Status gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c, c
 Status dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
                        const TensorView& c, cudaStream_t stream,
                        const GemmConfig* config = nullptr);
-GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count);
+GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
+                                    int sm_count);
 
 // Optional weight prepack for the two GEMMs above. pack_gemm_weights
 // rearranges w once so that each stage of 64 rows x 128 K values, with its

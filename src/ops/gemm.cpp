@@ -110,7 +110,8 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
     const int64_t parts = cfg.split_k + (p.tail_ctas > 0);
     void* arrivals = nullptr;
     void* partial = nullptr;
-    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
+    KESTREL_RETURN_IF_ERROR(
+        rt::stream_workspace(stream, size_t(tiles) * sizeof(int), &arrivals));
     KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
         stream, size_t(tiles * parts) * 256 * (cfg.block_n / 2) * sizeof(float), &partial,
         rt::WorkspaceUse::kScratch));
@@ -175,10 +176,7 @@ Status resolve_gemm_config(const GemmConfig* given, const GemmConfig& heuristic,
 
 std::string GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " k" +
-         std::to_string(split_k) +
-         (k_tail                    ? " tail"
-          : split_l2 && split_k > 1 ? " l2"
-                                    : "") +
+         std::to_string(split_k) + (k_tail ? " tail" : split_l2 && split_k > 1 ? " l2" : "") +
          (consumer_groups == 2 ? "" : " c" + std::to_string(consumer_groups));
 }
 
@@ -240,9 +238,9 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
   const bool more_padding = ops::ceil_div(m, 128) * 128 > ops::ceil_div(m, c.block_n) * c.block_n;
   if (c.split_k == 1 || c.block_n <= 128 || c.k_tail || more_padding) return c;
   // A second tile of 128 tokens beats a K split of 256-token tiles, but not
-  // a split with a K tail, nor where its tokens pad more (M192: 256). H100, dual GEMM (session 13, splits added by
-  // reduce-scatter): M256 N3072 K4096 bn128 k1 30.0 us, bn256 k2 33.2; M256
-  // N4096 K7168 46.4 vs 48.7. Plain GEMM, packed (session 39), us, against
+  // a split with a K tail, nor where its tokens pad more (M192: 256). H100,
+  // dual GEMM (session 13, splits added by reduce-scatter): M256 N3072 K4096
+  // bn128 k1 30.0 us, bn256 k2 33.2; M256 N4096 K7168 46.4 vs 48.7. Plain GEMM, packed (session 39), us, against
   // the one-tile pick: M512 N4096 K7168 45.3 vs 47.8, M256 N4096 K7168 28.9
   // vs 36.3, M384 N4096 K7168 40.8 vs 47.5, M256 N1024 K16384 26.4 vs 34.5,
   // M1024 N1024 K16384 62.2 vs 67.5; but M256 N7168 K16384 90.3 vs 86.8 and
@@ -268,8 +266,8 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
   // One token: the GEMV kernel is the memory-bound specialist (it reads
   // row-major weights).
   if (shape.m == 1 && config == nullptr && !w_packed) {
-    const TensorView cv =
-        TensorView::strided(c.data, c.dtype, {shape.batches, shape.n}, {shape.c_batch, 1});
+    const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
+                                              {shape.c_batch, 1});
     return gemv_nvfp4(b, a, cv, stream);
   }
 

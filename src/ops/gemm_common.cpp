@@ -93,9 +93,8 @@ Status check_gemm_config(const GemmConfig& cfg, bool dual, const rt::DeviceInfo*
   const int block_n = cfg.block_n, stages = cfg.stages, split_k = cfg.split_k;
   if (std::find(bns.begin(), bns.end(), block_n) == bns.end() || stages < 2 || stages > 8 ||
       (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8))
-    return Status::InvalidArgument(
-        "config: block_n must be one of gemm_block_n_choices(), "
-        "stages 2..8, split_k 1/2/4/8");
+    return Status::InvalidArgument("config: block_n must be one of gemm_block_n_choices(), "
+                                   "stages 2..8, split_k 1/2/4/8");
   if (cfg.consumer_groups != 2 && cfg.consumer_groups != 3)
     return Status::InvalidArgument("config: consumer_groups must be 2 or 3, got " +
                                    std::to_string(cfg.consumer_groups));
@@ -215,8 +214,9 @@ Status check_gemm_launch(const GemmShape& s, const GemmConfig& cfg, const rt::La
   if (cfg.k_tail && gemm_config_k_tail(s, cfg, sm_count, dual).ctas == 0)
     return Status::InvalidArgument(
         "config: k_tail needs SMs the split leaves idle (tiles x split_k = " +
-        std::to_string(gemm_tiles(s, cfg, dual) * cfg.split_k) + " of " + std::to_string(sm_count) +
-        ") and at least split_k + 1 stages of 128 K values (K = " + std::to_string(s.k) + ")");
+        std::to_string(gemm_tiles(s, cfg, dual) * cfg.split_k) + " of " +
+        std::to_string(sm_count) + ") and at least split_k + 1 stages of 128 K values (K = " +
+        std::to_string(s.k) + ")");
   if (cfg.partials_through_l2() && ls.grid.x == unsigned(INT32_MAX))
     return Status::InvalidArgument("config: tiles x split_k must be under 2^31 (grid.x)");
   if (ls.grid.y > 65535)

@@ -68,12 +68,8 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // for few long rows), plus the unaligned-row path; the whole
   // configuration space is in configuration_space_specs().
   std::vector<GemvConfig> regs;
-  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096},
-                      {2048, 4096},
-                      {1024, 4096},
-                      {1024, 16384},
-                      {128, 32768},
-                      {64, 65536}}) {
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096}, {2048, 4096}, {1024, 4096},
+                      {1024, 16384}, {128, 32768}, {64, 65536}}) {
     const GemvConfig c = gemv_default_config(m, k, 1, 132, GemvKernel::kRegister);
     if (std::none_of(regs.begin(), regs.end(),
                      [&](const GemvConfig& r) { return r.describe() == c.describe(); }))

@@ -12,9 +12,9 @@
 #include "golden.h"
 #include "golden_nvfp4.h"
 #include "gpu_test.h"
-#include "host_float.h"
 #include "kestrel/gemm.h"
 #include "random.h"
+#include "host_float.h"
 #include "sampled_check.h"
 
 namespace kestrel {
@@ -111,8 +111,8 @@ void check_case(const DualCase& c, const GemmConfig* cfg = nullptr) {
       sub.push_back(got[size_t(i)]);
     }
   }
-  const auto rep =
-      c.out == DType::kF16 ? testing::compare_fp16(sub, want) : testing::compare_bf16(sub, want);
+  const auto rep = c.out == DType::kF16 ? testing::compare_fp16(sub, want)
+                                        : testing::compare_bf16(sub, want);
   EXPECT_TRUE(rep.pass) << describe(c) << (cfg ? " " + cfg->describe() : "") << ": "
                         << rep.to_string();
   const auto again = run_dual(c, o, cfg, &st);
@@ -131,13 +131,12 @@ TEST_P(DualGemmGpu, MatchesReference) {
 std::vector<DualCase> shapes() {
   using L = ScaleLayout;
   std::vector<DualCase> v;
-  for (auto [m, n, k] :
-       {std::tuple{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096}, {512, 3072, 7168}})
+  for (auto [m, n, k] : {std::tuple{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096},
+                         {512, 3072, 7168}})
     v.push_back({m, n, k, (m + n) % 3 == 0, L::kLinear, L::kLinear});
   for (int64_t m : {1, 8, 77, 128, 300})
     for (int64_t n : {128, 200})
-      for (int64_t k : {64, 1024})
-        v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
+      for (int64_t k : {64, 1024}) v.push_back({m, n, k, (m + k) % 2 == 0, L::kLinear, L::kBlocked});
   v.push_back({77, 200, 512, false, L::kBlocked, L::kBlocked, DType::kBF16});
   // M160: one tile of 192 tokens and a cluster split (not two of 128).
   for (bool packed : {false, true})
@@ -187,9 +186,8 @@ TEST(DualGemmGpuConfigs, TileWidthsAndSplits) {
 TEST(DualGemmGpuConfigs, KTailTakesTheLastStagesOfManyTiles) {
   KESTREL_REQUIRE_GPU();
   for (bool packed : {false, true}) {
-    const DualCase c{
-        40,           6144 - 8, 2048, packed, ScaleLayout::kBlocked, ScaleLayout::kLinear,
-        DType::kBF16, packed};
+    const DualCase c{40,          6144 - 8, 2048, packed, ScaleLayout::kBlocked,
+                     ScaleLayout::kLinear, DType::kBF16, packed};
     for (GemmConfig cfg : {GemmConfig{48, 4, 1, false, true}, GemmConfig{48, 2, 1, false, true}}) {
       SCOPED_TRACE(cfg.describe());
       check_case(c, &cfg);
@@ -201,8 +199,9 @@ TEST(DualGemmGpuConfigs, PackedWeightsUnderEveryLaunchKind) {
   KESTREL_REQUIRE_GPU();
   const DualCase c{200,         328, 2048 + 64, false, ScaleLayout::kLinear, ScaleLayout::kLinear,
                    DType::kF16, true};
-  for (GemmConfig cfg : {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true},
-                         GemmConfig{128, 4, 1, false, true}}) {
+  for (GemmConfig cfg :
+       {GemmConfig{16, 8, 1}, GemmConfig{128, 4, 4}, GemmConfig{256, 3, 2, true},
+        GemmConfig{128, 4, 1, false, true}}) {
     SCOPED_TRACE(cfg.describe());
     check_case(c, &cfg);
   }
