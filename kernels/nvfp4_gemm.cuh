@@ -12,8 +12,8 @@
 //    kernels/nvfp4_act_prepass.cuh) into a STAGES-deep mbarrier ring;
 //  - two (or three) consumer warpgroups, 64 weight rows each: every lane
 //    reads 16 bytes of two rows from shared memory, decodes them to fp16 by
-//    bit placement and scales them by the e4m3 block scale (exact), and issues wgmma with the
-//    weights as the register A operand. Stage i + 1 is decoded while stage
+//    bit placement and scales them by the e4m3 block scale (exact), and
+//    issues wgmma with the weights as the register A operand. Stage i + 1 is decoded while stage
 //    i's wgmmas are in flight (double-buffered A registers), yet measured on
 //    the H100 the two barely overlap: beside running wgmmas an SMSP issues
 //    ~0.22 ALU instructions per cycle, in any warp, so every instruction
@@ -48,7 +48,7 @@ struct GemmParams {
   long long c_batch, c_row;
   int m, n, k;
   int batches;   // L
-  int c_tma;     // 1: without a K split, C leaves by TMA stores (tmap_c)
+  int c_tma;     // 1: C leaves by TMA stores (tmap_c): no K split, tiles of 64 columns or 128
   float alpha;   // global scales * 2^28 (both operands carry the decode's 2^-14)
   float alpha2;  // dual GEMM: the same for the second weight
   float* partial;  // partials through L2: [tile][part][BN / 8][256] float4 accumulators
@@ -454,14 +454,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     // Packed: the lane's scale codes (blocks 2t, 2t + 1) of its first row
     // in the stage; its second row's are kScale8Bytes on.
     uint32_t s_lane = lane_block + kPackedValueBytes + block_row * kPackedStageBlocks + 2 * t;
-    // kPacked96: the lane's places in even and odd tiles, chosen per tile.
-    auto lane96 = [&](bool odd) {
-      const uint2 o = packed96_offsets(row_local, odd);
-      return make_uint2(ptx::opaque(ptx::smem_u32(w_smem) + o.x + t * 16),
-                        ptx::smem_u32(w_smem) + o.y + 2 * t);
-    };
-    const uint2 lane_even = kPacked96 ? lane96(false) : uint2{},
-                lane_odd = kPacked96 ? lane96(true) : uint2{};
     constexpr int kScale8Bytes = DUAL ? kWStage / 2 : 8 * kPackedStageBlocks;
     // Packed weights bring the stage's scale codes (read here, after the
     // stage landed); else load_scales fetched them from global memory.
@@ -496,9 +488,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     auto consume_tile = [&](long long tile, uint32_t r0) {
       const int3 tc = tile_at(tile);
       const int tile_n = tc.x, tile_m = tc.y, l = tc.z;
-      if constexpr (kPacked96) {
-        w_lane = tile_n % 2 ? lane_odd.x : lane_even.x;
-        s_lane = tile_n % 2 ? lane_odd.y : lane_even.y;
+      if constexpr (kPacked96) {  // the lane's places depend on the tile's parity
+        const uint2 o = packed96_offsets(row_local, tile_n % 2);
+        w_lane = ptx::opaque(ptx::smem_u32(w_smem) + o.x + t * 16);
+        s_lane = ptx::smem_u32(w_smem) + o.y + 2 * t;
       }
       const int row_g = tile_n * kRowsPerTile + row_local;
       const int row_g8 = DUAL ? row_g : row_g + 8;
@@ -830,8 +823,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       ptx::named_barrier(1, kConsumerThreads);
 #pragma unroll
       for (int a4 = 0; a4 < kAcc4; ++a4) stage4(a4, acc4(a4));
-      // (TMA stores 64 columns at a time: not for a tile of 96.)
-      if (kRowsPerTile % 64 == 0 && p.c_tma) {
+      if (p.c_tma) {
         ptx::fence_proxy_async_smem();  // the staged writes before the TMA store reads them
         ptx::named_barrier(2, kConsumerThreads);
         if (store_lead) {
