@@ -234,21 +234,35 @@ GemmConfig tile_and_split(int64_t m, int64_t n, int64_t k, int64_t batches, int 
 }  // namespace
 
 GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
-  const GemmConfig c = tile_and_split(m, n, k, batches, sm_count);
-  const bool more_padding = ops::ceil_div(m, 128) * 128 > ops::ceil_div(m, c.block_n) * c.block_n;
-  if (c.split_k == 1 || c.block_n <= 128 || c.k_tail || more_padding) return c;
+  const GemmConfig one = tile_and_split(m, n, k, batches, sm_count);
+  if (one.split_k == 1 || one.block_n <= 128 || one.k_tail) return one;
   // A second tile of 128 tokens beats a K split of 256-token tiles, but not
-  // a split with a K tail, nor where its tokens pad more (M192: 256). H100,
-  // dual GEMM (session 13, splits added by reduce-scatter): M256 N3072 K4096
-  // bn128 k1 30.0 us, bn256 k2 33.2; M256 N4096 K7168 46.4 vs 48.7. Plain GEMM, packed (session 39), us, against
-  // the one-tile pick: M512 N4096 K7168 45.3 vs 47.8, M256 N4096 K7168 28.9
-  // vs 36.3, M384 N4096 K7168 40.8 vs 47.5, M256 N1024 K16384 26.4 vs 34.5,
-  // M1024 N1024 K16384 62.2 vs 67.5; but M256 N7168 K16384 90.3 vs 86.8 and
-  // M192 N7168 K16384 88.7 vs 66.3 where the pick had a tail; M192 N8192
-  // K8192 49.2 vs 41.1 (bn192 k2), though M192 N4096 K4096 21.3 vs 23.1
-  // (bn192 k4 through L2); dual M160 N4096 K7168 41.8 vs 38.0 (bn192 k2),
-  // M192 N4096 K7168 41.9 vs 37.8, M192 N3072 K4096 27.3 vs 26.6.
-  return tile_and_split(128, n, k, batches * ops::ceil_div(m, 128), sm_count);
+  // a split with a K tail. H100, dual GEMM (session 13, splits added by
+  // reduce-scatter): M256 N3072 K4096 bn128 k1 30.0 us, bn256 k2 33.2;
+  // M256 N4096 K7168 46.4 vs 48.7. Plain GEMM, packed (session 39), us,
+  // against the one-tile pick: M512 N4096 K7168 45.3 vs 47.8, M256 N4096
+  // K7168 28.9 vs 36.3, M384 N4096 K7168 40.8 vs 47.5, M256 N1024 K16384 26.4
+  // vs 34.5, M1024 N1024 K16384 62.2 vs 67.5; but M256 N7168 K16384 90.3 vs
+  // 86.8 and M192 N7168 K16384 88.7 vs 66.3 where the pick had a tail.
+  const int64_t token_tiles = ops::ceil_div(m, 128);
+  const GemmConfig two = tile_and_split(128, n, k, batches * token_tiles, sm_count);
+  // Where 128-token tiles pad more (M129..192), the one-tile pick stays if
+  // it runs as many CTAs and meets over a cluster: a split of two, or one
+  // of four on up to three quarters of the SMs (clusters of four or eight
+  // beyond that do not fit one wave, about 30 of them on 132 SMs, and meet
+  // through L2, which costs more than the padding). H100, packed, us, two
+  // tiles against one (sessions 39, 40): M192 N8192 K8192 49.2 vs 41.1
+  // (bn192 k2), M192 N3072 K4096 20.7 vs 19.9 (k4 on 96 SMs), dual M160
+  // N4096 K7168 41.8 vs 38.0 (k2); but M192 N4096 K4096 21.0 vs 23.3 and
+  // dual M192 N2048 K4096 21.1 vs 24.6 (k4 through L2), M192 N1024 K4096
+  // 16.0 vs 18.8 (32 CTAs against 64).
+  const int64_t n_tiles = ops::ceil_div(n, ops::kGemmBlockM);
+  const int64_t one_ctas = n_tiles * ops::ceil_div(m, one.block_n) * batches * one.split_k;
+  const int64_t two_ctas = n_tiles * token_tiles * batches * two.split_k;
+  const bool one_pads_less = token_tiles * 128 > ops::ceil_div(m, one.block_n) * one.block_n;
+  const bool one_meets_in_cluster = one.split_k <= 2 || one_ctas * 4 <= int64_t(sm_count) * 3;
+  if (one_pads_less && one_ctas >= two_ctas && one_meets_in_cluster) return one;
+  return two;
 }
 
 namespace {

@@ -147,7 +147,8 @@ TEST(Nvfp4Config, DualGemmTakesTokenTilesBeforeAKSplit) {
 
 // The plain GEMM likewise (session 39): tiles of 128 tokens rather than a K
 // split of 256-token tiles, but not where that split takes a K tail, nor
-// where 128-token tiles pad more (M192), for the dual GEMM too.
+// where 128-token tiles pad more (M192) while the one-tile pick runs as
+// many CTAs and meets over a cluster (session 40), for the dual GEMM too.
 TEST(Nvfp4Config, GemmTakesTokenTilesBeforeAKSplitWithoutATail) {
   EXPECT_EQ(gemm_default_config(512, 4096, 7168, 1, 132).describe(), "bn128 s4 k1");
   EXPECT_EQ(gemm_default_config(256, 4096, 7168, 1, 132).describe(), "bn128 s4 k2");
@@ -156,6 +157,13 @@ TEST(Nvfp4Config, GemmTakesTokenTilesBeforeAKSplitWithoutATail) {
   EXPECT_EQ(gemm_default_config(192, 7168, 16384, 1, 132).describe(), "bn192 s4 k2 tail");
   EXPECT_EQ(gemm_default_config(192, 8192, 8192, 1, 132).describe(), "bn192 s4 k2");
   EXPECT_EQ(dual_gemm_default_config(160, 4096, 7168, 1, 132).describe(), "bn192 s4 k2");
+  EXPECT_EQ(dual_gemm_default_config(192, 3072, 4096, 1, 132).describe(), "bn192 s4 k2");
+  EXPECT_EQ(gemm_default_config(192, 3072, 4096, 1, 132).describe(), "bn192 s4 k4");  // 96 CTAs
+  // One tile's split of four on 128 SMs would meet through L2; fewer CTAs.
+  EXPECT_EQ(gemm_default_config(192, 4096, 4096, 1, 132).describe(), "bn128 s4 k2");
+  EXPECT_EQ(dual_gemm_default_config(192, 2048, 4096, 1, 132).describe(), "bn128 s4 k2");
+  EXPECT_EQ(gemm_default_config(160, 2048, 8192, 1, 132).describe(), "bn128 s4 k4");
+  EXPECT_EQ(gemm_default_config(192, 1024, 4096, 1, 132).describe(), "bn128 s4 k4");
   EXPECT_EQ(gemm_default_config(4096, 4096, 4096, 1, 132).describe(), "bn256 s3 k1");
 }
 
