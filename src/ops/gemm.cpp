@@ -248,9 +248,9 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
   const GemmConfig two = tile_and_split(128, n, k, batches * token_tiles, sm_count);
   // Where 128-token tiles pad more (M129..192), the one-tile pick stays if
   // it runs as many CTAs and meets over a cluster: a split of two, or one
-  // of four on up to three quarters of the SMs (clusters of four or eight
-  // beyond that do not fit one wave, about 30 of them on 132 SMs, and meet
-  // through L2, which costs more than the padding). H100, packed, us, two
+  // of four on up to three quarters of the SMs (about 30 clusters of four
+  // fit at once on 132 SMs; beyond that the split meets through L2, which
+  // costs more than the padding). H100, packed, us, two
   // tiles against one (sessions 39, 40): M192 N8192 K8192 49.2 vs 41.1
   // (bn192 k2), M192 N3072 K4096 20.7 vs 19.9 (k4 on 96 SMs), dual M160
   // N4096 K7168 41.8 vs 38.0 (k2); but M192 N4096 K4096 21.0 vs 23.3 and
