@@ -14,7 +14,7 @@ GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t bat
                                     int sm_count) {
   // Two consumer warpgroups: the plain GEMM's heuristic on twice the rows
   // (half the output columns per CTA: the same tile counts).
-  GemmConfig c = gemm_default_config(m, 2 * n, k, batches, sm_count);
+  const GemmConfig c = gemm_default_config(m, 2 * n, k, batches, sm_count);
   if (c.split_k != 1) return c;
   // Without a K split, tiles of 96 columns (three consumer warpgroups) where
   // their waves of work are a twentieth shorter: the longest CTA's tiles x
@@ -27,16 +27,19 @@ GemmConfig dual_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t bat
   // M512 N3072 K7168 65.4 -> 61.4 us (bn256 with a K tail -> bn128), M384
   // N3072 K7168 65.3 -> 53.5, M1024 N3072 K4096 86.5 -> 70.4, M512 N6144
   // K4096 85.8 -> 71.1.
-  auto waves_cost = [&](int columns, int bn) {
-    const int64_t tiles = ops::ceil_div(n, columns) * ops::ceil_div(m, bn) * batches;
-    return ops::ceil_div(tiles, sm_count) * columns * bn * (bn > 128 ? 100 : 107);
+  auto waves_cost = [&](const GemmConfig& cfg) {
+    const int64_t tiles = ops::gemm_tiles(m, n, batches, cfg, true);
+    return ops::ceil_div(tiles, sm_count) * ops::gemm_tile_columns(cfg, true) * cfg.block_n *
+           (cfg.block_n > 128 ? 100 : 107);
   };
-  const int bn3 = waves_cost(96, 96) < waves_cost(96, 128) ? 96 : 128;
-  if (waves_cost(96, bn3) * 20 < waves_cost(64, c.block_n) * 19) {
-    c = GemmConfig{bn3, ops::gemm_default_stages(bn3, false, false, 3), 1};
-    c.consumer_groups = 3;
-  }
-  return c;
+  auto three_groups = [](int bn) {
+    GemmConfig t{bn, ops::gemm_default_stages(bn, false, false, 3), 1};
+    t.consumer_groups = 3;
+    return t;
+  };
+  const GemmConfig c96 = three_groups(96), c128 = three_groups(128);
+  const GemmConfig& c3 = waves_cost(c96) < waves_cost(c128) ? c96 : c128;
+  return waves_cost(c3) * 20 < waves_cost(c) * 19 ? c3 : c;
 }
 
 namespace {

@@ -210,7 +210,7 @@ GemmConfig tile_and_split(int64_t m, int64_t n, int64_t k, int64_t batches, int 
       c.block_n = bn;
       break;
     }
-  const int64_t tiles = ops::ceil_div(n, ops::kGemmBlockM) * ops::ceil_div(m, c.block_n) * batches;
+  const int64_t tiles = ops::gemm_tiles(m, n, batches, c, false);
   const int64_t k_stages = ops::ceil_div(k, ops::kGemmBlockK);
   // Split K over a cluster while the grid leaves SMs idle and each CTA keeps
   // at least 8 stages of K.
@@ -256,9 +256,8 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
   // N4096 K7168 41.8 vs 38.0 (k2); but M192 N4096 K4096 21.0 vs 23.3 and
   // dual M192 N2048 K4096 21.1 vs 24.6 (k4 through L2), M192 N1024 K4096
   // 16.0 vs 18.8 (32 CTAs against 64).
-  const int64_t n_tiles = ops::ceil_div(n, ops::kGemmBlockM);
-  const int64_t one_ctas = n_tiles * ops::ceil_div(m, one.block_n) * batches * one.split_k;
-  const int64_t two_ctas = n_tiles * token_tiles * batches * two.split_k;
+  const int64_t one_ctas = ops::gemm_tiles(m, n, batches, one, false) * one.split_k;
+  const int64_t two_ctas = ops::gemm_tiles(128, n, batches * token_tiles, two, false) * two.split_k;
   const bool one_pads_less = token_tiles * 128 > ops::ceil_div(m, one.block_n) * one.block_n;
   const bool one_meets_in_cluster = one.split_k <= 2 || one_ctas * 4 <= int64_t(sm_count) * 3;
   if (one_pads_less && one_ctas >= two_ctas && one_meets_in_cluster) return one;

@@ -164,8 +164,12 @@ int gemm_tile_columns(const GemmConfig& cfg, bool dual) {
   return dual ? 32 * cfg.consumer_groups : kGemmBlockM;
 }
 
+int64_t gemm_tiles(int64_t m, int64_t n, int64_t batches, const GemmConfig& cfg, bool dual) {
+  return ceil_div(n, gemm_tile_columns(cfg, dual)) * ceil_div(m, cfg.block_n) * batches;
+}
+
 int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual) {
-  return ceil_div(s.n, gemm_tile_columns(cfg, dual)) * ceil_div(s.m, cfg.block_n) * s.batches;
+  return gemm_tiles(s.m, s.n, s.batches, cfg, dual);
 }
 
 GemmKTail gemm_k_tail(int64_t tiles, int split_k, int64_t k_stages, int sm_count) {

@@ -57,7 +57,9 @@ Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUt
 
 // Output columns (weight rows) per tile: 128, dual 32 x consumer_groups.
 int gemm_tile_columns(const GemmConfig& cfg, bool dual);
-// Output tiles of a launch (dual: the SwiGLU variant).
+// Output tiles of a launch (dual: the SwiGLU variant), of M tokens x N
+// columns over `batches`.
+int64_t gemm_tiles(int64_t m, int64_t n, int64_t batches, const GemmConfig& cfg, bool dual);
 int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual);
 
 // A K tail (GemmConfig::k_tail): its last `stages` of every tile go to
