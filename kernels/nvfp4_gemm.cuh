@@ -25,7 +25,10 @@
 // producer loading the next tile while the consumers store the last (4096^3:
 // -3%, H100, session 14). With SPLIT > 1 a CTA takes one tile's share of K,
 // and the shares meet over distributed shared memory (a cluster) or L2,
-// added in rank order (deterministic).
+// added in rank order (deterministic). GROUPED (mixture-of-experts): the
+// persistent CTAs take every group's tiles in turn, each group's rows of A
+// and C against its own weight (batch g), from a table of the groups' tile
+// and row ends that each CTA builds from the device group ends.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -62,6 +65,13 @@ struct GemmParams {
   const uint8_t* w_packed;
   const uint8_t* w2_packed;
   long long w_packed_batch;  // bytes per batch
+  // Grouped GEMM (groups > 0, no K split): A and C are [m][...] with group g
+  // on rows [e(g - 1), e(g)), e the running maximum of group_ends clamped to
+  // [0, m] (bad ends read and write nothing out of bounds); W's batch g is
+  // group g's weight. Tiles run group by group, each group's token tiles
+  // padded on its own.
+  const int* group_ends;
+  int groups;
 };
 
 namespace gemm {
@@ -219,6 +229,63 @@ __device__ __forceinline__ CtaWork cta_work(const GemmParams& p, long long tiles
 
 }  // namespace gemm
 
+// Grouped GEMM: per group, the end of its tiles (a prefix over groups) and
+// of its rows; tile_of_group maps a tile to (weight tile, token tile, group).
+struct GroupTable {
+  int* tile_end;
+  int* row_end;
+  __device__ __forceinline__ int row_begin(int g) const { return g > 0 ? row_end[g - 1] : 0; }
+};
+
+// Built once per CTA by one warp: ends clamped to a running maximum in
+// [0, m], tiles = token tiles of the group x tiles_n, both scanned.
+__device__ __forceinline__ void build_group_table(const GemmParams& p, int block_n, int tiles_n,
+                                                  GroupTable t, int lane) {
+  int row_carry = 0, tile_carry = 0;
+  for (int g0 = 0; g0 < p.groups; g0 += 32) {
+    const int g = g0 + lane;
+    int end = g < p.groups ? min(max(p.group_ends[g], 0), p.m) : 0;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, end, d);
+      if (lane >= d) end = max(end, v);
+    }
+    end = max(end, row_carry);
+    const int before = __shfl_up_sync(0xffffffffu, end, 1);
+    const int begin = lane == 0 ? row_carry : before;
+    int tiles = g < p.groups ? (end - begin + block_n - 1) / block_n * tiles_n : 0;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, tiles, d);
+      if (lane >= d) tiles += v;
+    }
+    tiles += tile_carry;
+    if (g < p.groups) {
+      t.row_end[g] = end;
+      t.tile_end[g] = tiles;
+    }
+    row_carry = __shfl_sync(0xffffffffu, end, 31);
+    tile_carry = __shfl_sync(0xffffffffu, tiles, 31);
+  }
+}
+
+// The group of tile t: the first whose tile_end exceeds t (empty groups end
+// where the one before does).
+__device__ __forceinline__ int3 tile_of_group(const GroupTable& t, int groups, int tiles_n,
+                                              long long tile) {
+  int lo = 0, hi = groups - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (t.tile_end[mid] > tile) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  const int local = int(tile - (lo > 0 ? t.tile_end[lo - 1] : 0));
+  return make_int3(local % tiles_n, local / tiles_n, lo);
+}
+
 // DUAL (the SwiGLU up-projection): a tile is 64 (CONSUMERS = 3: 96) output
 // columns of W1 and of W2 against one shared activation tile. The fragment
 // rows g and g + 8 of a lane are one column's W1 row and W2 row (warpgroup w:
@@ -233,7 +300,7 @@ __device__ __forceinline__ CtaWork cta_work(const GemmParams& p, long long tiles
 // without a K split (at M = 512, N = 3072 its 32 x 4 tiles of 128 tokens fill
 // 128 of 132 SMs where 48 x 2 tiles of 256 fill 96).
 template <typename OUT, int BN, int STAGES, int SPLIT, bool W_BLOCKED, bool DUAL, bool SPLIT_L2,
-          bool W_PACKED, bool K_TAIL, int CONSUMERS>
+          bool W_PACKED, bool K_TAIL, int CONSUMERS, bool GROUPED = false>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     nvfp4_gemm_kernel(const __grid_constant__ TmaMap tmap_w, const __grid_constant__ TmaMap tmap_w2,
                       const __grid_constant__ TmaMap tmap_x, const __grid_constant__ TmaMap tmap_c,
@@ -259,16 +326,18 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   uint64_t* empty = full + STAGES;
 
   static_assert(SPLIT_L2 || !K_TAIL, "a K tail meets through L2");
+  static_assert(!GROUPED || (SPLIT == 1 && !SPLIT_L2), "a grouped GEMM has no K split");
   // Output columns (weight rows) per CTA.
   constexpr int kRowsPerTile = DUAL ? 32 * CONSUMERS : kBM;
   const int tiles_n = (p.n + kRowsPerTile - 1) / kRowsPerTile, tiles_m = (p.m + BN - 1) / BN;
-  const long long tiles = (long long)tiles_n * tiles_m * p.batches;
+  // (Past the barriers: the split's last_flag word, then the group table.)
+  const GroupTable groups{reinterpret_cast<int*>(empty + STAGES) + 4,
+                          reinterpret_cast<int*>(empty + STAGES) + 4 + p.groups};
   auto tile_at = [&](long long t) {
+    if constexpr (GROUPED) return tile_of_group(groups, p.groups, tiles_n, t);
     return make_int3(int(t % tiles_n), int(t / tiles_n % tiles_m), int(t / tiles_n / tiles_m));
   };
   const int k_stages = (p.k + kBK - 1) / kBK;
-  const CtaWork work = cta_work<SPLIT, SPLIT_L2>(p, tiles, tiles_n, tiles_m, k_stages);
-  const int kb_begin = work.kb_begin, n_iters = work.kb_end - work.kb_begin;
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -278,7 +347,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
     ptx::fence_barrier_init();
   }
+  // (Warp 1 of the producer warpgroup is otherwise idle.)
+  if (GROUPED && threadIdx.x / 32 == 1) build_group_table(p, BN, tiles_n, groups, threadIdx.x % 32);
   __syncthreads();
+  const long long tiles = GROUPED ? (long long)groups.tile_end[p.groups - 1]
+                                       : (long long)tiles_n * tiles_m * p.batches;
+  const CtaWork work = cta_work<SPLIT, SPLIT_L2>(p, tiles, tiles_n, tiles_m, k_stages);
+  // A grouped launch's grid is sized before its tiles are known.
+  if (GROUPED && work.count <= 0) return;
+  const int kb_begin = work.kb_begin, n_iters = work.kb_end - work.kb_begin;
 
   // Each role is one branch (setmaxnreg needs it): the accumulators live only
   // in the consumer branch, epilogue included.
@@ -353,9 +430,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       };
       auto load_x = [&](int r, int kb, int3 tc) {
         uint8_t* xs = x_smem + (r % STAGES) * S::kXStageBytes;
-        ptx::tma_load_3d(xs, &tmap_x, &full[r % STAGES], kb * kBK, tc.y * BN, tc.z);
-        ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[r % STAGES], kb * kBK + 64, tc.y * BN,
-                         tc.z);
+        // Grouped: one batch of activations, the group's rows.
+        const int row = (GROUPED ? groups.row_begin(tc.z) : 0) + tc.y * BN;
+        const int batch = GROUPED ? 0 : tc.z;
+        ptx::tma_load_3d(xs, &tmap_x, &full[r % STAGES], kb * kBK, row, batch);
+        ptx::tma_load_3d(xs + S::kXAtomBytes, &tmap_x, &full[r % STAGES], kb * kBK + 64, row,
+                         batch);
       };
       // The first stages' weights go out before the wait for the activation
       // pre-pass (launched ahead of this kernel, which may overlap it). The
@@ -625,7 +705,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       };
       // Staged tokens [tok0, tok1) of the tile to C, by all consumer
       // warpgroups once every staging thread has passed a barrier.
-      OUT* const c = reinterpret_cast<OUT*>(p.c) + l * p.c_batch;
+      // Grouped: the group's rows of one batch.
+      const long long c_off =
+          GROUPED ? (long long)groups.row_begin(l) * p.c_row : (long long)l * p.c_batch;
+      const int m_end = GROUPED ? groups.row_end[l] - groups.row_begin(l) : p.m;
+      OUT* const c = reinterpret_cast<OUT*>(p.c) + c_off;
       const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
       const int ct = threadIdx.x - 128;  // 0 .. kConsumerThreads - 1 over the consumer warpgroups
       auto store_staged = [&](int tok0, int tok1) {
@@ -633,7 +717,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         for (int i = ct; i < (tok1 - tok0) * kChunks; i += kConsumerThreads) {
           const int tok = tok0 + i / kChunks, chunk = i % kChunks;
           const int m = tile_m * BN + tok, col = tile_n * kRowsPerTile + chunk * 8;
-          if (m >= p.m || col >= p.n) continue;
+          if (m >= m_end || col >= p.n) continue;
           const uint4 v = ptx::ld_shared_v4(out_tile + staged_off(tok, chunk));
           OUT* dst = c + (long long)m * p.c_row + col;
           if (c_vec16 && col + 8 <= p.n) {

@@ -98,4 +98,40 @@ Status dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1, const Ge
                        const TensorView& c, cudaStream_t stream,
                        const GemmConfig* config = nullptr);
 
+// Grouped GEMM (mixture-of-experts layers): the rows of A are the tokens of
+// `count` groups one after another, group g's rows [ends[g - 1], ends[g])
+// (ends[-1] = 0), and each group is multiplied by its own weight:
+//   C[r][n] = a.global_scale * b.global_scale * sum_k A[r][k] * B[g][n][k]
+// for r in group g. ends: device int32, non-decreasing, at most M; read by
+// the kernel (no host synchronization), which takes each end as the
+// running maximum clamped to [0, M], so bad ends read and write nothing
+// out of bounds. Rows of C past the last end are not written.
+struct GemmGroups {
+  const int32_t* ends = nullptr;  // device memory, `count` entries
+  int64_t count = 0;              // 1..1024
+};
+
+// a: one M x K NVFP4 matrix; b: groups x N x K (weights, as gemm_nvfp4's b);
+// c: fp16 or bf16 [M][N]. `config`: split_k 1, no k_tail, consumer_groups 2;
+// without it grouped_gemm_default_config's. One launch for all groups
+// (plus the activation pre-pass), persistent CTAs over every group's tiles.
+Status grouped_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const GemmGroups& groups,
+                          const TensorView& c, cudaStream_t stream,
+                          const GemmConfig* config = nullptr);
+Status grouped_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b,
+                          const GemmGroups& groups, const TensorView& c, cudaStream_t stream,
+                          const GemmConfig* config = nullptr);
+// The SwiGLU up-projection per group: C = silu(A B1[g]^T) * (A B2[g]^T).
+Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
+                               const GemmGroups& groups, const TensorView& c,
+                               cudaStream_t stream, const GemmConfig* config = nullptr);
+Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1,
+                               const GemmPackedWeights& b2, const GemmGroups& groups,
+                               const TensorView& c, cudaStream_t stream,
+                               const GemmConfig* config = nullptr);
+// M rows over `groups` groups: token tiles that hold the mean group, at
+// most 128 (the host does not know the groups' sizes).
+GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups,
+                                       bool dual, int sm_count);
+
 }  // namespace kestrel

@@ -1,6 +1,7 @@
 // NVFP4 GEMM as a check/bench op. SOL uses the bf16 tensor-core rate (no FP4
 // MMA on Hopper) and the FP4 bytes. Peer: cuBLAS bf16 GEMM on operands
 // dequantized to bf16 once.
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,14 +23,19 @@ struct GemmShape {
   DType out;
 };
 
+// The operands' scale layouts and the output type (nvfp4_product_params).
+void read_formats(const Params& p, ScaleLayout* a_layout, ScaleLayout* b_layout, DType* out) {
+  *a_layout = layout_named(p.text("a_layout"));
+  *b_layout = layout_named(p.text("b_layout"));
+  *out = p.text("out") == "bf16" ? DType::kBF16 : DType::kF16;
+}
+
 Status read_shape(const Params& p, GemmShape* s) {
   s->m = p.integer("m");
   s->n = p.integer("n");
   s->k = p.integer("k");
   s->l = p.integer("l");
-  s->a_layout = layout_named(p.text("a_layout"));
-  s->b_layout = layout_named(p.text("b_layout"));
-  s->out = p.text("out") == "bf16" ? DType::kBF16 : DType::kF16;
+  read_formats(p, &s->a_layout, &s->b_layout, &s->out);
   if (s->m < 1 || s->n < 1 || s->l < 1)
     return Status::InvalidArgument("m, n, l: must be at least 1");
   if (s->k < 64 || s->k % 64 != 0)
@@ -103,6 +109,18 @@ Status add_cublas_peer(const std::string& name, const SlottedOperand& a, const S
   return Status::Ok();
 }
 
+// Once the op on `stream` is done: its output against the reference.
+Status compare_output(const DeviceBuffer& c, size_t bytes, DType type,
+                      const std::vector<double>& want, cudaStream_t stream, CheckReport* out) {
+  KESTREL_CUDA_RETURN(cudaStreamSynchronize(stream));
+  std::vector<uint8_t> got(bytes);
+  KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
+  const auto r = compare_floats(type, decode_floats(got, type), want);
+  out->pass = r.pass;
+  out->detail = r.to_string();
+  return Status::Ok();
+}
+
 // Fresh data, the GPU op on a poisoned output, the float64 reference: the
 // GEMM, or with `dual` the SwiGLU dual GEMM (a second weight, L = 1).
 Status check_products(const Params& p, const OpEnv& env, CheckReport* out, bool dual) {
@@ -148,13 +166,7 @@ Status check_products(const Params& p, const OpEnv& env, CheckReport* out, bool 
         dual ? dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2), cv, env.stream, cfg_ptr)
              : gemm_nvfp4(da.view(a), db1.view(b1), cv, env.stream, cfg_ptr));
   }
-  KESTREL_CUDA_RETURN(cudaStreamSynchronize(env.stream));
-  std::vector<uint8_t> got(bytes);
-  KESTREL_RETURN_IF_ERROR(c.download(got.data(), got.size()));
-  const auto r = compare_floats(s.out, decode_floats(got, s.out), want);
-  out->pass = r.pass;
-  out->detail = r.to_string();
-  return Status::Ok();
+  return compare_output(c, bytes, s.out, want, env.stream, out);
 }
 
 Status check_gemm(const Params& p, const OpEnv& env, CheckReport* out) {
@@ -241,6 +253,237 @@ Status bench_dual(const Params& p, const OpEnv& env, BenchCase* out) {
   return add_cublas_peer("cuBLAS bf16 [B1;B2] + silu*mul", st->a, both, s, 2 * s.n, env, out, true);
 }
 
+// The configuration overrides (read_config) and the weight packing of the
+// GEMM-family ops.
+std::vector<ParamSpec> config_and_packing_params() {
+  return {config_param("bn", "config: tokens per CTA tile (0 = heuristic)"),
+          config_param("stages", "config: pipeline stages (0 = heuristic)"),
+          config_param("split", "config: CTAs splitting K (0 = heuristic)"),
+          config_param("split_l2", "config: 1 = split-K partials through L2, not a cluster"),
+          config_param("tail", "config: 1 = idle SMs take every tile's last K stages"),
+          config_param("consumers", "config: consumer warpgroups, 2 or 3 (dual, no split)"),
+          {"packed",
+           ParamKind::kInt,
+           "0",
+           "1 = weights through pack_gemm_weights (packed once, before timing)",
+           {}}};
+}
+
+// The grouped GEMM: groups' rows (the list "m"), shared N and K, plain or
+// SwiGLU dual.
+struct GroupedShape {
+  std::vector<int64_t> rows;
+  int64_t m = 0, n = 0, k = 0;
+  ScaleLayout a_layout, b_layout;
+  DType out;
+  bool dual = false;
+  int64_t groups() const { return int64_t(rows.size()); }
+  // The rows' running sums: the group ends the op reads.
+  std::vector<int32_t> ends() const {
+    std::vector<int32_t> e;
+    int64_t sum = 0;
+    for (int64_t r : rows) e.push_back(int32_t(sum += r));
+    return e;
+  }
+};
+
+Status read_grouped_shape(const Params& p, GroupedShape* s) {
+  s->rows = p.int_list("m");
+  s->n = p.integer("n");
+  s->k = p.integer("k");
+  read_formats(p, &s->a_layout, &s->b_layout, &s->out);
+  s->dual = p.integer("dual") != 0;
+  if (s->rows.empty() || s->groups() > 1024)
+    return Status::InvalidArgument("m: 1..1024 groups' rows, got " + p.text("m"));
+  s->m = 0;
+  for (int64_t r : s->rows) {
+    if (r < 0) return Status::InvalidArgument("m: group rows must be >= 0, got " + p.text("m"));
+    s->m += r;
+  }
+  if (s->m < 1 || s->m > (int64_t(1) << 30) || s->n < 1)
+    return Status::InvalidArgument("m, n: the rows must sum to 1..2^30 and n be at least 1");
+  if (s->k < 64 || s->k % 64 != 0)
+    return Status::InvalidArgument("k: must be a positive multiple of 64, got " + p.text("k"));
+  return Status::Ok();
+}
+
+std::string grouped_label(const GroupedShape& s, const Params& p) {
+  std::string label = (s.dual ? "dual G" : "G") + std::to_string(s.groups()) + " M" +
+                      std::to_string(s.m) + " N" + std::to_string(s.n) + " K" +
+                      std::to_string(s.k);
+  if (!p.text("name").empty()) label += " (" + p.text("name") + ")";
+  return label + packed_suffix(p);
+}
+
+// Fresh data, the op on a poisoned output, the float64 reference (every
+// group's rows against its own weight).
+Status check_grouped(const Params& p, const OpEnv& env, CheckReport* out) {
+  GroupedShape s;
+  KESTREL_RETURN_IF_ERROR(read_grouped_shape(p, &s));
+  const uint64_t seed = uint64_t(p.integer("seed"));
+  const auto kind = testing::GpuModeData::kGrouped;
+  const int64_t g = s.groups();
+  const auto a = check_operand(p.text("data"), kind, 1, s.m, s.k, seed, s.a_layout);
+  const auto b1 = check_operand(p.text("data"), kind, g, s.n, s.k, seed + 1, s.b_layout);
+  const auto b2 = s.dual ? check_operand(p.text("data"), kind, g, s.n, s.k, seed + 2, s.b_layout)
+                         : ref::HostNvfp4{};
+  const std::vector<double> xa = ref::dequantize_nvfp4(a), x1 = ref::dequantize_nvfp4(b1),
+                            x2 = s.dual ? ref::dequantize_nvfp4(b2) : std::vector<double>{};
+  std::vector<double> want(size_t(s.m * s.n));
+  int64_t row = 0;
+  for (int64_t gi = 0; gi < g; ++gi)
+    for (int64_t r = 0; r < s.rows[size_t(gi)]; ++r, ++row)
+      for (int64_t n = 0; n < s.n; ++n) {
+        const double* x = xa.data() + row * s.k;
+        const size_t w = size_t((gi * s.n + n) * s.k);
+        double s1 = 0, s2 = 0;
+        for (int64_t k = 0; k < s.k; ++k) {
+          s1 += x[k] * x1[w + size_t(k)];
+          if (s.dual) s2 += x[k] * x2[w + size_t(k)];
+        }
+        want[size_t(row * s.n + n)] = s.dual ? s1 / (1.0 + std::exp(-s1)) * s2 : s1;
+      }
+  DeviceOperand da, db1, db2;
+  KESTREL_RETURN_IF_ERROR(da.upload(a));
+  KESTREL_RETURN_IF_ERROR(db1.upload(b1));
+  if (s.dual) KESTREL_RETURN_IF_ERROR(db2.upload(b2));
+  const std::vector<int32_t> ends = s.ends();
+  DeviceBuffer ends_dev, c;
+  KESTREL_RETURN_IF_ERROR(ends_dev.allocate(ends.size() * sizeof(int32_t)));
+  KESTREL_RETURN_IF_ERROR(ends_dev.upload(ends.data(), ends.size() * sizeof(int32_t)));
+  const size_t bytes = size_t(s.m * s.n * 2);
+  KESTREL_RETURN_IF_ERROR(c.allocate(bytes));
+  KESTREL_RETURN_IF_ERROR(c.fill(testing::kPoison));
+  GemmConfig cfg;
+  const GemmConfig* cfg_ptr = read_config(p, &cfg) ? &cfg : nullptr;
+  const TensorView cv = TensorView::dense(c.get(), s.out, {s.m, s.n});
+  const GemmGroups groups{static_cast<const int32_t*>(ends_dev.get()), g};
+  if (p.integer("packed")) {
+    const int64_t packed_bytes = gemm_packed_weight_bytes(s.n, s.k, g);
+    DeviceBuffer pb1, pb2;
+    GemmPackedWeights w1, w2;
+    KESTREL_RETURN_IF_ERROR(pb1.allocate(size_t(packed_bytes)));
+    KESTREL_RETURN_IF_ERROR(
+        pack_gemm_weights(db1.view(b1), pb1.get(), packed_bytes, env.stream, &w1));
+    if (s.dual) {
+      KESTREL_RETURN_IF_ERROR(pb2.allocate(size_t(packed_bytes)));
+      KESTREL_RETURN_IF_ERROR(
+          pack_gemm_weights(db2.view(b2), pb2.get(), packed_bytes, env.stream, &w2));
+    }
+    KESTREL_RETURN_IF_ERROR(
+        s.dual ? grouped_dual_gemm_nvfp4(da.view(a), w1, w2, groups, cv, env.stream, cfg_ptr)
+               : grouped_gemm_nvfp4(da.view(a), w1, groups, cv, env.stream, cfg_ptr));
+  } else {
+    KESTREL_RETURN_IF_ERROR(s.dual ? grouped_dual_gemm_nvfp4(da.view(a), db1.view(b1),
+                                                             db2.view(b2), groups, cv, env.stream,
+                                                             cfg_ptr)
+                                   : grouped_gemm_nvfp4(da.view(a), db1.view(b1), groups, cv,
+                                                        env.stream, cfg_ptr));
+  }
+  return compare_output(c, bytes, s.out, want, env.stream, out);
+}
+
+Status bench_grouped(const Params& p, const OpEnv& env, BenchCase* out) {
+  GroupedShape s;
+  KESTREL_RETURN_IF_ERROR(read_grouped_shape(p, &s));
+  const int64_t g = s.groups(), weights = s.dual ? 2 : 1;
+  struct State {
+    SlottedOperand a, b1, b2;
+    SlottedBuffer c, ends;
+    PackedSlots packed1, packed2;
+  };
+  auto st = std::make_shared<State>();
+  out->work.bytes = double((s.m + weights * g * s.n) * (s.k / 2 + s.k / 16) + s.m * s.n * 2);
+  out->work.flops = 2.0 * double(weights) * double(s.m) * double(s.n) * double(s.k);
+  out->work.path = MmaPath::kBf16;
+  const int slots = rotation_slots(int64_t(out->work.bytes), env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(st->a.fill(1, s.m, s.k, s.a_layout, slots, 41));
+  KESTREL_RETURN_IF_ERROR(st->b1.fill(g, s.n, s.k, s.b_layout, slots, 42));
+  if (s.dual) KESTREL_RETURN_IF_ERROR(st->b2.fill(g, s.n, s.k, s.b_layout, slots, 43));
+  KESTREL_RETURN_IF_ERROR(st->c.allocate(size_t(s.m * s.n * 2), slots));
+  const std::vector<int32_t> ends = s.ends();
+  KESTREL_RETURN_IF_ERROR(st->ends.allocate(ends.size() * sizeof(int32_t), 1));
+  KESTREL_RETURN_IF_ERROR(st->ends.upload_all(ends.data(), ends.size() * sizeof(int32_t)));
+  const bool packed = p.integer("packed") != 0;
+  if (packed) {
+    KESTREL_RETURN_IF_ERROR(st->packed1.pack(st->b1, slots, env.stream));
+    if (s.dual) KESTREL_RETURN_IF_ERROR(st->packed2.pack(st->b2, slots, env.stream));
+  }
+  GemmConfig cfg;
+  const bool has_cfg = read_config(p, &cfg);
+  out->shape = grouped_label(s, p) + (has_cfg ? " [" + cfg.describe() + "]" : "");
+  out->launch.slots = slots;
+  out->launch.fn = [st, s, cfg, has_cfg, packed, g](cudaStream_t stream, int slot) {
+    const TensorView c = TensorView::dense(st->c.at(slot), s.out, {s.m, s.n});
+    const GemmConfig* config = has_cfg ? &cfg : nullptr;
+    const GemmGroups groups{static_cast<const int32_t*>(st->ends.at(0)), g};
+    const size_t i = size_t(slot);
+    if (s.dual)
+      return packed ? grouped_dual_gemm_nvfp4(st->a.view(slot), st->packed1.views[i],
+                                              st->packed2.views[i], groups, c, stream, config)
+                    : grouped_dual_gemm_nvfp4(st->a.view(slot), st->b1.view(slot),
+                                              st->b2.view(slot), groups, c, stream, config);
+    return packed ? grouped_gemm_nvfp4(st->a.view(slot), st->packed1.views[i], groups, c, stream,
+                                       config)
+                  : grouped_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), groups, c, stream,
+                                       config);
+  };
+
+  // Peer: what a user without a grouped kernel runs, one cuBLAS bf16 GEMM
+  // per group on operands dequantized once (dual: on [B1; B2] of the group,
+  // then one silu * mul pass over all rows).
+  struct PeerState {
+    SlottedBuffer a, b, c, swiglu_out;
+  };
+  auto ps = std::make_shared<PeerState>();
+  const int64_t cols = weights * s.n;
+  SlottedOperand both;
+  if (s.dual) KESTREL_RETURN_IF_ERROR(both.fill(g, cols, s.k, s.b_layout, 1, 44));
+  const int peer_slots =
+      rotation_slots((s.m + g * cols) * s.k * 2 + s.m * cols * 2, env.device->l2_bytes);
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
+  KESTREL_RETURN_IF_ERROR(dequantized_bf16(s.dual ? both : st->b1, peer_slots, env.stream, &ps->b));
+  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.m * cols * 2), peer_slots));
+  if (s.dual) KESTREL_RETURN_IF_ERROR(ps->swiglu_out.allocate(size_t(s.m * s.n * 2), peer_slots));
+  Peers* peers = nullptr;
+  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
+  PeerLaunch cublas;
+  cublas.name = s.dual ? "cuBLAS bf16 per group [B1;B2] + silu*mul" : "cuBLAS bf16 per group";
+  cublas.call.slots = peer_slots;
+  cublas.call.fn = [ps, peers, s, cols, g](cudaStream_t stream, int slot) {
+    const auto* a = static_cast<const uint8_t*>(ps->a.at(slot));
+    const auto* b = static_cast<const uint8_t*>(ps->b.at(slot));
+    auto* c = static_cast<uint8_t*>(ps->c.at(slot));
+    int64_t row = 0;
+    for (int64_t gi = 0; gi < g; ++gi) {
+      const int64_t rows = s.rows[size_t(gi)];
+      if (rows > 0)
+        KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, a + row * s.k * 2,
+                                                 b + gi * cols * s.k * 2, c + row * cols * 2, rows,
+                                                 cols, s.k, 1, DType::kBF16));
+      row += rows;
+    }
+    if (!s.dual) return Status::Ok();
+    return launch_silu_mul(stream, c, ps->swiglu_out.at(slot), s.m, s.n);
+  };
+  out->peers.push_back(std::move(cublas));
+  return Status::Ok();
+}
+
+std::vector<ParamSpec> grouped_params() {
+  std::vector<ParamSpec> v = {
+      {"m", ParamKind::kIntList, "80,176,128,72,64,248,96,160",
+       "rows (tokens) of each group, comma-separated", {}},
+      {"n", ParamKind::kInt, "4096", "rows of each group's weight", {}},
+      {"k", ParamKind::kInt, "7168", "reduction size (a multiple of 64)", {}},
+      {"dual", ParamKind::kInt, "0", "1 = the SwiGLU dual GEMM per group (B1, B2)", {}},
+      {"name", ParamKind::kChoice, "", "the seed workload's name (a label)",
+       {"", "deep_k", "wide_n", "mid", "short_k"}}};
+  for (auto& q : nvfp4_product_params("grouped")) v.push_back(q);
+  for (auto& q : config_and_packing_params()) v.push_back(q);
+  return v;
+}
+
 // Shape, operand and configuration parameters of the GEMM-family ops.
 std::vector<ParamSpec> product_params(const char* m, const char* n, const char* k,
                                       const char* n_help, const char* generator) {
@@ -249,17 +492,7 @@ std::vector<ParamSpec> product_params(const char* m, const char* n, const char* 
                               {"k", ParamKind::kInt, k, "reduction size (a multiple of 64)", {}},
                               {"l", ParamKind::kInt, "1", "batches (L)", {}}};
   for (auto& q : nvfp4_product_params(generator)) v.push_back(q);
-  v.push_back(config_param("bn", "config: tokens per CTA tile (0 = heuristic)"));
-  v.push_back(config_param("stages", "config: pipeline stages (0 = heuristic)"));
-  v.push_back(config_param("split", "config: CTAs splitting K (0 = heuristic)"));
-  v.push_back(config_param("split_l2", "config: 1 = split-K partials through L2, not a cluster"));
-  v.push_back(config_param("tail", "config: 1 = idle SMs take every tile's last K stages"));
-  v.push_back(config_param("consumers", "config: consumer warpgroups, 2 or 3 (dual, no split)"));
-  v.push_back({"packed",
-               ParamKind::kInt,
-               "0",
-               "1 = weights through pack_gemm_weights (packed once, before timing)",
-               {}});
+  for (auto& q : config_and_packing_params()) v.push_back(q);
   return v;
 }
 
@@ -355,6 +588,11 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
            "fp16/bf16 out; checked against the float64 reference",
            product_params("256", "4096", "7168", "rows of B1 and B2", "dual"), check_dual,
            bench_dual, gemm_configs(true), gemm_kernels(true), gemm_tuned_entry(true)});
+  reg.add({"grouped_gemm", "nvfp4_grouped_gemm",
+           "C[r][n] = sum_k A[r][k] * B[g][n][k] for the rows r of group g (mixture-of-experts), "
+           "A and B NVFP4, one launch; dual=1: silu(A B1[g]^T) * (A B2[g]^T); checked against "
+           "the float64 reference",
+           grouped_params(), check_grouped, bench_grouped});
 }
 
 }  // namespace kestrel::bench

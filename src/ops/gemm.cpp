@@ -40,6 +40,8 @@ struct GemmParams {  // mirrors kestrel::GemmParams in kernels/nvfp4_gemm.cuh
   const void* w_packed;
   const void* w2_packed;
   long long w_packed_batch;
+  const int* group_ends;
+  int groups;
 };
 
 }  // namespace
@@ -89,9 +91,12 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   p.n = int(shape.n);
   p.k = int(shape.k);
   p.batches = int(shape.batches);
+  p.group_ends = shape.group_ends;
+  p.groups = int(shape.groups);
   // Without a K split C leaves by TMA stores where its layout allows them
-  // (64 columns a store: not from tiles of 96).
-  p.c_tma = cfg.split_k == 1 && gemm_tile_columns(cfg, dual) % 64 == 0 &&
+  // (64 columns a store: not from tiles of 96; not a group's rows, which
+  // tiles of its own do not cover whole).
+  p.c_tma = cfg.split_k == 1 && shape.groups == 0 && gemm_tile_columns(cfg, dual) % 64 == 0 &&
             make_output_map(c, shape, cfg.block_n, &map_c).ok();
   if (!p.c_tma) map_c = map_x;  // unused
   p.alpha = a.global_scale * b.global_scale * kDecodeUnitSquared;
@@ -99,7 +104,9 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual, w_packed), &kernel));
+      gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual, w_packed,
+                       shape.groups > 0),
+      &kernel));
   if (through_l2) {
     // Arrival counters per tile (left zero by every call) and a slot of
     // fp32 accumulators per part of a tile: 256 threads x block_n / 2.

@@ -19,6 +19,12 @@ int gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers) {
   return stages * stage + 2 * stages * 8 + 1024;  // + barriers + 1024-byte alignment slack
 }
 
+int grouped_gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers,
+                            int64_t groups) {
+  // 16 bytes past the barriers (the split's flag word), then two ints a group.
+  return gemm_smem_bytes(block_n, stages, w_packed, consumers) + (groups > 0 ? 16 + int(8 * groups) : 0);
+}
+
 int gemm_max_stages(int block_n, bool w_packed, int consumers) {
   int s = 8;
   while (s > 2 && gemm_smem_bytes(block_n, s, w_packed, consumers) > kGemmSmemLimit) --s;
@@ -40,14 +46,26 @@ int gemm_default_stages(int block_n, bool k_tail, bool w_packed, int consumers) 
   return std::min(deepest, 4);
 }
 
-Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
-                     const char* c_name, GemmShape* out) {
+namespace {
+
+// grouped: b's batches are the groups, a and c one batch.
+Status validate_operands(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                         const char* c_name, bool grouped, GemmShape* out) {
   KESTREL_RETURN_IF_ERROR(validate_nvfp4(a, "a"));
   KESTREL_RETURN_IF_ERROR(validate_nvfp4(b, "b"));
   GemmShape s{a.batches(), a.rows(), b.rows(), a.k(), 0, 0};
-  if (b.batches() != s.batches)
+  if (grouped) {
+    if (a.batches() != 1)
+      return Status::InvalidArgument(
+          "a: a grouped GEMM's activations are one [M][K] matrix (the groups' rows one after "
+          "another), got " +
+          std::to_string(a.batches()) + " batches");
+    s.batches = b.batches();
+  } else if (b.batches() != s.batches) {
     return Status::InvalidArgument("b: batch count must equal a's (" + std::to_string(s.batches) +
                                    "), got " + std::to_string(b.batches()));
+  }
+  const int64_t c_batches = grouped ? 1 : s.batches;
   if (b.k() != s.k)
     return Status::InvalidArgument("b: K must equal a's K (" + std::to_string(s.k) + "), got " +
                                    std::to_string(b.k()));
@@ -62,10 +80,10 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   KESTREL_RETURN_IF_ERROR(check_row_major(c, c_name));
   KESTREL_RETURN_IF_ERROR(check_not_null(c, c_name));
   const Shape3 cs = shape3(c);
-  if ((c.rank == 2 && s.batches != 1) || cs.batches != s.batches || cs.rows != s.m ||
+  if ((c.rank == 2 && c_batches != 1) || cs.batches != c_batches || cs.rows != s.m ||
       cs.cols != s.n)
     return Status::InvalidArgument(std::string(c_name) + ": shape must be [L][M][N] = [" +
-                                   std::to_string(s.batches) + "][" + std::to_string(s.m) + "][" +
+                                   std::to_string(c_batches) + "][" + std::to_string(s.m) + "][" +
                                    std::to_string(s.n) + "] (rank 2 when L = 1), got " +
                                    c.describe());
   s.c_batch = cs.batch_stride;
@@ -84,6 +102,37 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
   for (float g : {a.global_scale, b.global_scale})
     if (!(g == g)) return Status::InvalidArgument("global_scale: must not be NaN");
   *out = s;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
+                     const char* c_name, GemmShape* out) {
+  return validate_operands(a, b, c, c_name, false, out);
+}
+
+Status validate_grouped_gemm(const Nvfp4View& a, const Nvfp4View& b, const int32_t* group_ends,
+                             int64_t groups, const TensorView& c, const char* c_name,
+                             GemmShape* out) {
+  if (groups < 1 || groups > kGemmMaxGroups)
+    return Status::InvalidArgument("groups.count: must be 1.." + std::to_string(kGemmMaxGroups) +
+                                   ", got " + std::to_string(groups));
+  if (group_ends == nullptr)
+    return Status::InvalidArgument("groups.ends: must not be null");
+  if (reinterpret_cast<uintptr_t>(group_ends) % 4 != 0)
+    return Status::InvalidArgument("groups.ends: must be 4-byte aligned (int32)");
+  KESTREL_RETURN_IF_ERROR(validate_operands(a, b, c, c_name, true, out));
+  if (b.batches() != groups)
+    return Status::InvalidArgument("b: needs one weight per group (" + std::to_string(groups) +
+                                   " batches), got " + std::to_string(b.batches()));
+  // The kernel counts tiles and rows in int: the most tiles any grouping
+  // can take stays under 2^31.
+  const int64_t most_tiles = ceil_div(out->n, 64) * (ceil_div(out->m, 8) + groups);
+  KESTREL_RETURN_IF_ERROR(
+      check_at_most(most_tiles, INT32_MAX, "tiles (N / 64 x (M / 8 + groups))", "32-bit index"));
+  out->groups = groups;
+  out->group_ends = group_ends;
   return Status::Ok();
 }
 
@@ -118,7 +167,7 @@ Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out) {
 }
 
 int64_t activation_rows(const GemmShape& s, int block_n) {
-  return ceil_div(s.m, block_n) * block_n;
+  return (ceil_div(s.m, block_n) + (s.groups > 0)) * block_n;
 }
 
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out) {
@@ -128,7 +177,7 @@ Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUt
   x.rank = 3;
   x.dims[0] = uint64_t(kp);
   x.dims[1] = uint64_t(rows);
-  x.dims[2] = uint64_t(s.batches);
+  x.dims[2] = uint64_t(s.groups > 0 ? 1 : s.batches);
   x.strides_bytes[0] = uint64_t(kp * 2);
   x.strides_bytes[1] = uint64_t(kp * 2 * rows);
   x.box[0] = 64;  // one 128-byte swizzle atom of K
@@ -169,6 +218,11 @@ int64_t gemm_tiles(int64_t m, int64_t n, int64_t batches, const GemmConfig& cfg,
 }
 
 int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual) {
+  if (s.groups > 0) {  // each group pads at most one token tile
+    const int64_t token_tiles = std::min(ceil_div(s.m, cfg.block_n) + s.groups - 1,
+                                         ceil_div(s.m, cfg.block_n) * s.groups);
+    return gemm_tiles(token_tiles * cfg.block_n, s.n, 1, cfg, dual);
+  }
   return gemm_tiles(s.m, s.n, s.batches, cfg, dual);
 }
 
@@ -247,8 +301,8 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int
     shape.cluster = dim3(unsigned(cfg.split_k), 1, 1);
   }
   shape.block = dim3(unsigned(128 * (cfg.consumer_groups + 1)));  // + the producer warpgroup
-  shape.smem_bytes =
-      size_t(gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed, cfg.consumer_groups));
+  shape.smem_bytes = size_t(grouped_gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed,
+                                                     cfg.consumer_groups, s.groups));
   return shape;
 }
 

@@ -25,6 +25,8 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // (64 weight rows each a stage; the dual GEMM's are half W1's, half W2's;
 // packed weights bring their scale codes, 512 bytes more per 64 rows).
 int gemm_smem_bytes(int block_n, int stages, bool w_packed = false, int consumers = 2);
+// A grouped launch's: the group table on top.
+int grouped_gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers, int64_t groups);
 int gemm_max_stages(int block_n, bool w_packed = false, int consumers = 2);
 // The heuristic's pipeline depth: 4 stages at 32..128 tokens, except the
 // unpacked weights of a K-tail launch; otherwise as deep as fits.
@@ -33,18 +35,32 @@ int gemm_default_stages(int block_n, bool k_tail, bool w_packed, int consumers =
 struct GemmShape {
   int64_t batches, m, n, k;
   int64_t c_batch, c_row;  // output strides (elements)
+  // Grouped GEMM (groups > 0): batches = groups weights; A and C are one
+  // batch of m rows, group g's ending at group_ends[g] (device memory).
+  int64_t groups = 0;
+  const int32_t* group_ends = nullptr;
 };
+
+// Most groups of a grouped GEMM: each CTA keeps a table of 8 bytes a group
+// in shared memory.
+constexpr int64_t kGemmMaxGroups = 1024;
 
 // a: activations, b: weights, c: output. Checks formats, shapes, alignment.
 Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
                      const char* c_name, GemmShape* out);
+// The grouped GEMM's operands: a one [M][K] batch, b [groups][N][K], c [M][N],
+// group_ends a device array of `groups` int32.
+Status validate_grouped_gemm(const Nvfp4View& a, const Nvfp4View& b, const int32_t* group_ends,
+                             int64_t groups, const TensorView& c, const char* c_name,
+                             GemmShape* out);
 // The configuration's own rules (and three consumer warpgroups: a dual GEMM
 // without a K split or tail).
 Status check_gemm_config(const GemmConfig& cfg, bool dual, const rt::DeviceInfo* dev,
                          bool w_packed = false);
 
 // Rows per batch of the pre-passed activations: M rounded up to whole token
-// tiles (the rows past M are zero).
+// tiles (the rows past M are zero); grouped, a tile more (a group's tiles
+// start at its first row).
 int64_t activation_rows(const GemmShape& s, int block_n);
 // The TMA map of the pre-passed fp16 activations.
 Status make_activation_map(const void* x16, const GemmShape& s, int block_n, CUtensorMap* out);
@@ -60,6 +76,8 @@ int gemm_tile_columns(const GemmConfig& cfg, bool dual);
 // Output tiles of a launch (dual: the SwiGLU variant), of M tokens x N
 // columns over `batches`.
 int64_t gemm_tiles(int64_t m, int64_t n, int64_t batches, const GemmConfig& cfg, bool dual);
+// Grouped: the most tiles any split of the rows into its groups can take
+// (the kernel counts them from group_ends).
 int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual);
 
 // A K tail (GemmConfig::k_tail): its last `stages` of every tile go to

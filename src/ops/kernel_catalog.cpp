@@ -109,6 +109,11 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2, false, true}, false, false, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1, false, true}, false, true, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 5, 1, false, true}, true, true, false));
+  // Grouped: plain and dual, row-major and packed weights.
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 1}, false, false, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {64, 4, 1}, true, true, false, true));
+  specs.push_back(gemm_kernel_spec(DType::kBF16, {128, 4, 1}, false, false, true, true));
+  specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 1}, false, true, true, true));
   append_rowwise_specs(&specs);
   for (const char* evict : {"false", "true"})
     specs.push_back(

@@ -31,13 +31,13 @@ rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_b
 }
 
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual,
-                                bool w_packed) {
+                                bool w_packed, bool grouped) {
   return {"nvfp4_gemm.cuh",
           std::string("kestrel::nvfp4_gemm_kernel<") + half_type(out) + ", " +
               std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) + ", " +
               std::to_string(cfg.split_k) + ", " + flag(w_blocked) + ", " + flag(dual) + ", " +
               flag(cfg.partials_through_l2()) + ", " + flag(w_packed) + ", " + flag(cfg.k_tail) +
-              ", " + std::to_string(cfg.consumer_groups) + ">",
+              ", " + std::to_string(cfg.consumer_groups) + (grouped ? ", true" : "") + ">",
           {}};
 }
 

@@ -11,9 +11,10 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
                                 bool vec16, bool scale_pair);
 rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked,
                                       bool b_blocked);
-// w_packed: the weights in the packed order of pack_gemm_weights.
+// w_packed: the weights in the packed order of pack_gemm_weights; grouped:
+// the grouped GEMM's (group table, split_k 1).
 rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked, bool dual,
-                                bool w_packed = false);
+                                bool w_packed = false, bool grouped = false);
 // blocked: the weights' scales in the blocked layout.
 rt::KernelSpec weight_pack_kernel_spec(bool blocked);
 // The GEMMs' activation pre-pass; vec16: A's rows are 16-byte aligned.
