@@ -49,6 +49,9 @@ _SIGNATURES.update({
     "kestrel_pack_gemm_weights": [_NVFP4, _P, _I64, _P],
     "kestrel_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _I64, _P, _I32, _P],
     "kestrel_dual_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _P, _F32, _I64, _P, _I32, _P],
+    "kestrel_grouped_gemm_nvfp4": [_NVFP4, _NVFP4, _NVFP4, _P, _I64, _P, _I32, _P],
+    "kestrel_grouped_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _P, _F32, _I64, _P, _I64, _P, _I32,
+                                          _P],
 })
 _SIZES = {
     "kestrel_blocked_scale_bytes": [_I64, _I64, _I64],
@@ -213,4 +216,24 @@ def dual_gemm(lib, a, b1, b2, out_dtype=torch.bfloat16):
     else:
         lib.call("kestrel_dual_gemm_nvfp4", ctypes.byref(a.c()), ctypes.byref(b1.c()),
                  ctypes.byref(b2.c()), c.data_ptr(), _DTYPE[out_dtype])
+    return c
+
+
+def grouped_gemm(lib, a, b, ends, b2=None, out_dtype=torch.bfloat16):
+    """Mixture-of-experts: a (one batch of M rows, the groups' rows one after
+    another), b one weight per group (batches = groups), ends a CUDA int32
+    tensor of the groups' row ends: c[r] = a[r] b[g]^T for r in group g, or
+    with b2 silu(a[r] b[g]^T) * (a[r] b2[g]^T). b (and b2) Nvfp4Tensors or
+    PackedWeights."""
+    c = torch.empty(a.rows, b.rows, dtype=out_dtype, device=a.values.device)
+    groups = ends.numel()
+    if isinstance(b, PackedWeights):
+        lib.call("kestrel_grouped_gemm_nvfp4_packed", ctypes.byref(a.c()), b.buffer.data_ptr(),
+                 b.global_scale, b2.buffer.data_ptr() if b2 else None,
+                 b2.global_scale if b2 else 0.0, b.rows, ends.data_ptr(), groups, c.data_ptr(),
+                 _DTYPE[out_dtype])
+    else:
+        lib.call("kestrel_grouped_gemm_nvfp4", ctypes.byref(a.c()), ctypes.byref(b.c()),
+                 ctypes.byref(b2.c()) if b2 else None, ends.data_ptr(), groups, c.data_ptr(),
+                 _DTYPE[out_dtype])
     return c

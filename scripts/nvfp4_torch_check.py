@@ -1,6 +1,6 @@
 """Kestrel's NVFP4 quantization and GEMMs from Python (kestrel_ctypes.py, the
 C ABI) against torch: random activations and weights quantized by Kestrel,
-dequantized by Kestrel, and gemm / dual_gemm compared with float64 torch
+dequantized by Kestrel, and gemm / dual_gemm / grouped_gemm compared with float64 torch
 matmuls of the dequantized values (what the GEMMs compute exactly, before the
 fp32 accumulation and the bf16 output rounding). Needs a Hopper GPU.
 
@@ -60,6 +60,29 @@ def main():
             print(f"{name} L{l} M{m} N{n} K{k} {'blocked' if blocked else 'linear'} weights: "
                   f"{'PASS' if passed else 'FAIL'} (worst error {ratio:.3f} of its bound); "
                   f"packed weights {'agree' if same else 'DIFFER'}")
+    # Grouped (mixture-of-experts): groups of 37, 0, 150 and 9 rows.
+    rows, n, k = [37, 0, 150, 9], 256, 1024
+    x = torch.randn(sum(rows), k, device="cuda", dtype=torch.bfloat16)
+    w1 = torch.randn(len(rows), n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+    w2 = torch.randn(len(rows), n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+    a = kc.quantize(lib, x, global_scale=0.5)
+    b1, b2 = (kc.quantize(lib, w, global_scale=0.01) for w in (w1, w2))
+    ends = torch.tensor(rows, dtype=torch.int32).cumsum(0).to(torch.int32).cuda()
+    ad, b1d, b2d = (kc.dequantize(lib, t).double() for t in (a, b1, b2))
+    ad = ad[0]
+    g1 = torch.cat([ad[e - r:e] @ b1d[g].T for g, (r, e) in enumerate(zip(rows, ends.tolist()))])
+    g2 = torch.cat([ad[e - r:e] @ b2d[g].T for g, (r, e) in enumerate(zip(rows, ends.tolist()))])
+    p1, p2 = kc.pack_weights(lib, b1), kc.pack_weights(lib, b2)
+    for name, c, cp, ref in [
+            ("grouped_gemm", kc.grouped_gemm(lib, a, b1, ends),
+             kc.grouped_gemm(lib, a, p1, ends), g1),
+            ("grouped dual_gemm", kc.grouped_gemm(lib, a, b1, ends, b2),
+             kc.grouped_gemm(lib, a, p1, ends, p2), torch.nn.functional.silu(g1) * g2)]:
+        ratio, passed = worst(c, ref)
+        same = torch.equal(c, cp)
+        ok &= passed and same
+        print(f"{name} groups {rows} N{n} K{k}: {'PASS' if passed else 'FAIL'} (worst error "
+              f"{ratio:.3f} of its bound); packed weights {'agree' if same else 'DIFFER'}")
     return 0 if ok else 1
 
 

@@ -96,6 +96,23 @@ int kestrel_dual_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b1, float
                                    const void* b2, float b2_global_scale, int64_t n, void* c,
                                    int out_dtype, void* stream);
 
+/* Grouped GEMM (mixture-of-experts; gemm.h, grouped_gemm_nvfp4): a is one
+ * m x k matrix (a->batches 1) of the groups' rows one after another, b one
+ * weight per group (b->batches = groups, n x k each), c [m][n]; ends: device
+ * int32[groups], group g's rows [ends[g - 1], ends[g]). With b2 (same shape
+ * and scale layout as b) the SwiGLU dual c = silu(a b^T) * (a b2^T); b2 NULL:
+ * the plain product. */
+int kestrel_grouped_gemm_nvfp4(const kestrel_nvfp4* a, const kestrel_nvfp4* b,
+                               const kestrel_nvfp4* b2, const int32_t* ends, int64_t groups,
+                               void* c, int out_dtype, void* stream);
+/* The same on weights packed by kestrel_pack_gemm_weights (groups batches of
+ * n rows), with the global scales of the weights they came from; b2 NULL:
+ * the plain product. */
+int kestrel_grouped_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b, float b_global_scale,
+                                      const void* b2, float b2_global_scale, int64_t n,
+                                      const int32_t* ends, int64_t groups, void* c, int out_dtype,
+                                      void* stream);
+
 #ifdef __cplusplus
 }
 #endif

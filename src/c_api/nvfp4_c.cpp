@@ -37,10 +37,12 @@ Status nvfp4_of(const kestrel_nvfp4* t, const std::string& name, Nvfp4View* out)
   return Status::Ok();
 }
 
-GemmPackedWeights packed_of(const void* b, float global_scale, int64_t n, const Nvfp4View& a) {
+// batches: a's, or a grouped GEMM's groups.
+GemmPackedWeights packed_of(const void* b, float global_scale, int64_t n, const Nvfp4View& a,
+                            int64_t batches = 0) {
   GemmPackedWeights w;
   w.values = b;
-  w.batches = a.batches();
+  w.batches = batches > 0 ? batches : a.batches();
   w.n = n;
   w.k = a.k();
   w.global_scale = global_scale;
@@ -138,6 +140,41 @@ int kestrel_dual_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b1, float
     s = dual_gemm_nvfp4(av, packed_of(b1, b1_global_scale, n, av),
                         packed_of(b2, b2_global_scale, n, av), c_view(c, ct, av, n),
                         stream_of(stream));
+  return report(s);
+}
+
+int kestrel_grouped_gemm_nvfp4(const kestrel_nvfp4* a, const kestrel_nvfp4* b,
+                               const kestrel_nvfp4* b2, const int32_t* ends, int64_t groups,
+                               void* c, int out_dtype, void* stream) {
+  DType ct;
+  Nvfp4View av, bv, b2v;
+  Status s = dtype_of(out_dtype, "out_dtype", &ct);
+  if (s.ok()) s = nvfp4_of(a, "a", &av);
+  if (s.ok()) s = nvfp4_of(b, "b", &bv);
+  if (s.ok() && b2) s = nvfp4_of(b2, "b2", &b2v);
+  if (s.ok()) {
+    const TensorView cv = view(c, ct, {av.rows(), bv.rows()});
+    s = b2 ? grouped_dual_gemm_nvfp4(av, bv, b2v, {ends, groups}, cv, stream_of(stream))
+           : grouped_gemm_nvfp4(av, bv, {ends, groups}, cv, stream_of(stream));
+  }
+  return report(s);
+}
+
+int kestrel_grouped_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b, float b_global_scale,
+                                      const void* b2, float b2_global_scale, int64_t n,
+                                      const int32_t* ends, int64_t groups, void* c, int out_dtype,
+                                      void* stream) {
+  DType ct;
+  Nvfp4View av;
+  Status s = dtype_of(out_dtype, "out_dtype", &ct);
+  if (s.ok()) s = nvfp4_of(a, "a", &av);
+  if (s.ok()) {
+    const TensorView cv = view(c, ct, {av.rows(), n});
+    const GemmPackedWeights w = packed_of(b, b_global_scale, n, av, groups);
+    s = b2 ? grouped_dual_gemm_nvfp4(av, w, packed_of(b2, b2_global_scale, n, av, groups),
+                                     {ends, groups}, cv, stream_of(stream))
+           : grouped_gemm_nvfp4(av, w, {ends, groups}, cv, stream_of(stream));
+  }
   return report(s);
 }
 

@@ -264,6 +264,50 @@ TEST_P(CApiNvfp4Gpu, PackedWeights) {
   expect_same_bytes(d1, d2, "dual_gemm on packed weights");
 }
 
+// Groups of A's kL x kGemmM rows (one empty), one weight each: the C calls
+// against the C++ ones, plain and dual, row-major and packed.
+TEST_P(CApiNvfp4Gpu, GroupedGemm) {
+  KESTREL_REQUIRE_GPU();
+  const DeviceNvfp4 a = operand(kGemmM, ScaleLayout::kLinear, 7, 0.5f),
+                    b1 = operand(kGemmN, layout(), 8, 2.0f),
+                    b2 = operand(kGemmN, layout(), 9, 1.5f);
+  const int64_t rows = kL * kGemmM;  // the batches of `a` as one matrix
+  kestrel_nvfp4 ca = c_tensor(a);
+  ca.batches = 1;
+  ca.rows = rows;
+  Nvfp4View av = a.view;
+  av.values = TensorView::dense(a.values.get(), DType::kE2M1x2, {rows, kK / 2});
+  av.scales = TensorView::dense(a.scales.get(), DType::kE4M3, {rows, kK / 16});
+  const kestrel_nvfp4 cb1 = c_tensor(b1), cb2 = c_tensor(b2);
+  const DeviceBuffer ends = DeviceBuffer::from(std::vector<int32_t>{0, int32_t(rows)});
+  const auto* e = static_cast<const int32_t*>(ends.get());
+  const GemmGroups groups{e, kL};
+  const size_t c_bytes = size_t(rows * kGemmN * 2);
+  auto cv = [&](const DeviceBuffer& b) {
+    return TensorView::dense(b.get(), DType::kBF16, {rows, kGemmN});
+  };
+  DeviceBuffer c1 = poisoned(c_bytes), c2 = poisoned(c_bytes);
+  expect_ok(kestrel_grouped_gemm_nvfp4(&ca, &cb1, nullptr, e, kL, c1.get(), KESTREL_BF16, nullptr));
+  ASSERT_TRUE(grouped_gemm_nvfp4(av, b1.view, groups, cv(c2), nullptr).ok());
+  expect_same_bytes(c1, c2, "grouped_gemm");
+  DeviceBuffer d1 = poisoned(c_bytes), d2 = poisoned(c_bytes);
+  expect_ok(kestrel_grouped_gemm_nvfp4(&ca, &cb1, &cb2, e, kL, d1.get(), KESTREL_BF16, nullptr));
+  ASSERT_TRUE(grouped_dual_gemm_nvfp4(av, b1.view, b2.view, groups, cv(d2), nullptr).ok());
+  expect_same_bytes(d1, d2, "grouped dual_gemm");
+
+  const int64_t bytes = kestrel_gemm_packed_weight_bytes(kGemmN, kK, kL);
+  DeviceBuffer p1 = poisoned(size_t(bytes)), p2 = poisoned(size_t(bytes));
+  GemmPackedWeights w1, w2;
+  ASSERT_TRUE(pack_gemm_weights(b1.view, p1.get(), bytes, nullptr, &w1).ok());
+  ASSERT_TRUE(pack_gemm_weights(b2.view, p2.get(), bytes, nullptr, &w2).ok());
+  DeviceBuffer f1 = poisoned(c_bytes), f2 = poisoned(c_bytes);
+  expect_ok(kestrel_grouped_gemm_nvfp4_packed(&ca, p1.get(), 2.0f, p2.get(), 1.5f, kGemmN, e, kL,
+                                              f1.get(), KESTREL_BF16, nullptr));
+  ASSERT_TRUE(grouped_dual_gemm_nvfp4(av, w1, w2, groups, cv(f2), nullptr).ok());
+  expect_same_bytes(f1, f2, "grouped dual_gemm on packed weights");
+  expect_same_bytes(d1, f1, "grouped dual_gemm, packed against row-major");
+}
+
 INSTANTIATE_TEST_SUITE_P(ScaleLayouts, CApiNvfp4Gpu,
                          ::testing::Values(ScaleLayout::kLinear, ScaleLayout::kBlocked),
                          [](const auto& info) {
