@@ -575,6 +575,38 @@ auto gemm_tuned_entry(bool dual) {
   };
 }
 
+// The space of `kestrel tune grouped_gemm`: every tile width and depth
+// that fits beside the group table (split_k 1: no K split for groups).
+std::function<std::vector<std::map<std::string, std::string>>(const Params&)> grouped_configs() {
+  return [](const Params& p) {
+    std::vector<std::map<std::string, std::string>> out;
+    GroupedShape s;
+    if (!read_grouped_shape(p, &s).ok()) return out;
+    const bool packed = p.integer("packed") != 0;
+    for (int bn : gemm_block_n_choices())
+      for (int stages = 2; stages <= 8; ++stages)
+        if (ops::grouped_gemm_smem_bytes(bn, stages, packed, 2, s.groups()) <= ops::kGemmSmemLimit)
+          out.push_back({{"bn", std::to_string(bn)}, {"stages", std::to_string(stages)}});
+    return out;
+  };
+}
+
+// The grouped kernel of a configuration (or of the heuristic's pick).
+std::vector<rt::KernelSpec> grouped_kernels(const Params& p) {
+  GroupedShape s;
+  if (!read_grouped_shape(p, &s).ok()) return {};
+  const bool packed = p.integer("packed") != 0;
+  GemmConfig cfg;
+  const rt::DeviceInfo* dev = nullptr;
+  if (!read_config(p, &cfg)) {
+    if (!rt::current_device(&dev).ok()) return {};
+    cfg = grouped_gemm_default_config(s.m, s.n, s.k, s.groups(), s.dual, dev->sm_count);
+    if (packed) cfg.stages = ops::gemm_default_stages(cfg.block_n, false, true);
+  }
+  return {ops::gemm_kernel_spec(s.out, cfg, !packed && s.b_layout == ScaleLayout::kBlocked,
+                                s.dual, packed, true)};
+}
+
 }  // namespace
 
 void register_nvfp4_gemm_ops(OpRegistry& reg) {
@@ -592,7 +624,7 @@ void register_nvfp4_gemm_ops(OpRegistry& reg) {
            "C[r][n] = sum_k A[r][k] * B[g][n][k] for the rows r of group g (mixture-of-experts), "
            "A and B NVFP4, one launch; dual=1: silu(A B1[g]^T) * (A B2[g]^T); checked against "
            "the float64 reference",
-           grouped_params(), check_grouped, bench_grouped});
+           grouped_params(), check_grouped, bench_grouped, grouped_configs(), grouped_kernels});
 }
 
 }  // namespace kestrel::bench
