@@ -201,6 +201,33 @@ TEST(Nvfp4Config, DualTwoGroupCasesTakeThatLoop) {
   EXPECT_GT(ops::gemm_tiles(shape, wide, true), 132);  // CTAs take several tiles
 }
 
+// Grouped: tiles of the mean group's rows (at most 128), no K split; the
+// launch holds the most tiles any grouping can take (each group pads at
+// most one token tile), at most one CTA per SM, and the group table's
+// shared memory on top.
+TEST(Nvfp4Config, GroupedGemmPicksAndLaunch) {
+  EXPECT_EQ(grouped_gemm_default_config(1024, 4096, 7168, 8, false, 132).block_n, 128);
+  EXPECT_EQ(grouped_gemm_default_config(260, 2048, 7168, 16, false, 132).block_n, 24);
+  EXPECT_EQ(grouped_gemm_default_config(5, 256, 512, 40, true, 132).block_n, 8);
+  EXPECT_EQ(grouped_gemm_default_config(65536, 256, 512, 4, false, 132).block_n, 128);
+  const GemmConfig c = grouped_gemm_default_config(1024, 4096, 7168, 8, false, 132);
+  EXPECT_EQ(c.split_k, 1);
+  EXPECT_FALSE(c.k_tail);
+  ops::GemmShape g{8, 199, 4096, 7168, 0, 0};
+  g.groups = 8;
+  // ceil(199 / 128) + 8 - 1 = 9 token tiles at most, x 32 weight tiles.
+  EXPECT_EQ(ops::gemm_tiles(g, c, false), 9 * 32);
+  g.m = 100;  // one token tile holds every row: 8 groups pad 8 tiles at most
+  EXPECT_EQ(ops::gemm_tiles(g, c, false), 8 * 32);
+  g.m = 1024;
+  EXPECT_EQ(ops::gemm_launch_shape(g, c, 132).grid.x, 132u);
+  EXPECT_EQ(ops::gemm_launch_shape(g, c, 132).smem_bytes,
+            size_t(ops::gemm_smem_bytes(128, c.stages) + 16 + 8 * 8));
+  // The pre-passed activations: one batch, a token tile past M's.
+  EXPECT_EQ(ops::activation_rows(g, 128), 9 * 128);
+  EXPECT_EQ(ops::grouped_gemm_smem_bytes(128, 4, false, 2, 0), ops::gemm_smem_bytes(128, 4));
+}
+
 // Without a K split the CTAs are persistent: one per SM at most, whatever
 // M; a split launch is a CTA per tile and rank, token tiles in grid.y.
 TEST(Nvfp4Config, GemmLaunchShapes) {
