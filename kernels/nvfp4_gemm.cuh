@@ -350,8 +350,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   // (Warp 1 of the producer warpgroup is otherwise idle.)
   if (GROUPED && threadIdx.x / 32 == 1) build_group_table(p, BN, tiles_n, groups, threadIdx.x % 32);
   __syncthreads();
-  const long long tiles = GROUPED ? (long long)groups.tile_end[p.groups - 1]
-                                       : (long long)tiles_n * tiles_m * p.batches;
+  const long long tiles =
+      GROUPED ? (long long)groups.tile_end[p.groups - 1] : (long long)tiles_n * tiles_m * p.batches;
   const CtaWork work = cta_work<SPLIT, SPLIT_L2>(p, tiles, tiles_n, tiles_m, k_stages);
   // A grouped launch's grid is sized before its tiles are known.
   if (GROUPED && work.count <= 0) return;

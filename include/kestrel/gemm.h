@@ -118,20 +118,20 @@ struct GemmGroups {
 Status grouped_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const GemmGroups& groups,
                           const TensorView& c, cudaStream_t stream,
                           const GemmConfig* config = nullptr);
-Status grouped_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b,
-                          const GemmGroups& groups, const TensorView& c, cudaStream_t stream,
+Status grouped_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b, const GemmGroups& groups,
+                          const TensorView& c, cudaStream_t stream,
                           const GemmConfig* config = nullptr);
 // The SwiGLU up-projection per group: C = silu(A B1[g]^T) * (A B2[g]^T).
 Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
-                               const GemmGroups& groups, const TensorView& c,
-                               cudaStream_t stream, const GemmConfig* config = nullptr);
+                               const GemmGroups& groups, const TensorView& c, cudaStream_t stream,
+                               const GemmConfig* config = nullptr);
 Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1,
                                const GemmPackedWeights& b2, const GemmGroups& groups,
                                const TensorView& c, cudaStream_t stream,
                                const GemmConfig* config = nullptr);
 // M rows over `groups` groups: token tiles that hold the mean group, at
 // most 128 (the host does not know the groups' sizes).
-GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups,
-                                       bool dual, int sm_count);
+GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups, bool dual,
+                                       int sm_count);
 
 }  // namespace kestrel

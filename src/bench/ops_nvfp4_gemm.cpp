@@ -309,8 +309,7 @@ Status read_grouped_shape(const Params& p, GroupedShape* s) {
 
 std::string grouped_label(const GroupedShape& s, const Params& p) {
   std::string label = (s.dual ? "dual G" : "G") + std::to_string(s.groups()) + " M" +
-                      std::to_string(s.m) + " N" + std::to_string(s.n) + " K" +
-                      std::to_string(s.k);
+                      std::to_string(s.m) + " N" + std::to_string(s.n) + " K" + std::to_string(s.k);
   if (!p.text("name").empty()) label += " (" + p.text("name") + ")";
   return label + packed_suffix(p);
 }
@@ -374,11 +373,10 @@ Status check_grouped(const Params& p, const OpEnv& env, CheckReport* out) {
         s.dual ? grouped_dual_gemm_nvfp4(da.view(a), w1, w2, groups, cv, env.stream, cfg_ptr)
                : grouped_gemm_nvfp4(da.view(a), w1, groups, cv, env.stream, cfg_ptr));
   } else {
-    KESTREL_RETURN_IF_ERROR(s.dual ? grouped_dual_gemm_nvfp4(da.view(a), db1.view(b1),
-                                                             db2.view(b2), groups, cv, env.stream,
-                                                             cfg_ptr)
-                                   : grouped_gemm_nvfp4(da.view(a), db1.view(b1), groups, cv,
-                                                        env.stream, cfg_ptr));
+    KESTREL_RETURN_IF_ERROR(
+        s.dual ? grouped_dual_gemm_nvfp4(da.view(a), db1.view(b1), db2.view(b2), groups, cv,
+                                         env.stream, cfg_ptr)
+               : grouped_gemm_nvfp4(da.view(a), db1.view(b1), groups, cv, env.stream, cfg_ptr));
   }
   return compare_output(c, bytes, s.out, want, env.stream, out);
 }
@@ -423,10 +421,10 @@ Status bench_grouped(const Params& p, const OpEnv& env, BenchCase* out) {
                                               st->packed2.views[i], groups, c, stream, config)
                     : grouped_dual_gemm_nvfp4(st->a.view(slot), st->b1.view(slot),
                                               st->b2.view(slot), groups, c, stream, config);
-    return packed ? grouped_gemm_nvfp4(st->a.view(slot), st->packed1.views[i], groups, c, stream,
-                                       config)
-                  : grouped_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), groups, c, stream,
-                                       config);
+    return packed
+               ? grouped_gemm_nvfp4(st->a.view(slot), st->packed1.views[i], groups, c, stream,
+                                    config)
+               : grouped_gemm_nvfp4(st->a.view(slot), st->b1.view(slot), groups, c, stream, config);
   };
 
   // Peer: what a user without a grouped kernel runs, one cuBLAS bf16 GEMM
@@ -458,9 +456,9 @@ Status bench_grouped(const Params& p, const OpEnv& env, BenchCase* out) {
     for (int64_t gi = 0; gi < g; ++gi) {
       const int64_t rows = s.rows[size_t(gi)];
       if (rows > 0)
-        KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, a + row * s.k * 2,
-                                                 b + gi * cols * s.k * 2, c + row * cols * 2, rows,
-                                                 cols, s.k, 1, DType::kBF16));
+        KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, a + row * s.k * 2, b + gi * cols * s.k * 2,
+                                                 c + row * cols * 2, rows, cols, s.k, 1,
+                                                 DType::kBF16));
       row += rows;
     }
     if (!s.dual) return Status::Ok();
@@ -472,12 +470,18 @@ Status bench_grouped(const Params& p, const OpEnv& env, BenchCase* out) {
 
 std::vector<ParamSpec> grouped_params() {
   std::vector<ParamSpec> v = {
-      {"m", ParamKind::kIntList, "80,176,128,72,64,248,96,160",
-       "rows (tokens) of each group, comma-separated", {}},
+      {"m",
+       ParamKind::kIntList,
+       "80,176,128,72,64,248,96,160",
+       "rows (tokens) of each group, comma-separated",
+       {}},
       {"n", ParamKind::kInt, "4096", "rows of each group's weight", {}},
       {"k", ParamKind::kInt, "7168", "reduction size (a multiple of 64)", {}},
       {"dual", ParamKind::kInt, "0", "1 = the SwiGLU dual GEMM per group (B1, B2)", {}},
-      {"name", ParamKind::kChoice, "", "the seed workload's name (a label)",
+      {"name",
+       ParamKind::kChoice,
+       "",
+       "the seed workload's name (a label)",
        {"", "deep_k", "wide_n", "mid", "short_k"}}};
   for (auto& q : nvfp4_product_params("grouped")) v.push_back(q);
   for (auto& q : config_and_packing_params()) v.push_back(q);
@@ -603,8 +607,8 @@ std::vector<rt::KernelSpec> grouped_kernels(const Params& p) {
     cfg = grouped_gemm_default_config(s.m, s.n, s.k, s.groups(), s.dual, dev->sm_count);
     if (packed) cfg.stages = ops::gemm_default_stages(cfg.block_n, false, true);
   }
-  return {ops::gemm_kernel_spec(s.out, cfg, !packed && s.b_layout == ScaleLayout::kBlocked,
-                                s.dual, packed, true)};
+  return {ops::gemm_kernel_spec(s.out, cfg, !packed && s.b_layout == ScaleLayout::kBlocked, s.dual,
+                                packed, true)};
 }
 
 }  // namespace

@@ -103,10 +103,10 @@ Status launch_nvfp4_gemm(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View
   p.alpha2 = dual ? a.global_scale * b2->global_scale * kDecodeUnitSquared : 0.0f;
 
   rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual, w_packed,
-                       shape.groups > 0),
-      &kernel));
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get(gemm_kernel_spec(c.dtype, cfg, b.layout == ScaleLayout::kBlocked, dual,
+                                       w_packed, shape.groups > 0),
+                      &kernel));
   if (through_l2) {
     // Arrival counters per tile (left zero by every call) and a slot of
     // fp32 accumulators per part of a tile: 256 threads x block_n / 2.

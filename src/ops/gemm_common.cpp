@@ -19,10 +19,10 @@ int gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers) {
   return stages * stage + 2 * stages * 8 + 1024;  // + barriers + 1024-byte alignment slack
 }
 
-int grouped_gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers,
-                            int64_t groups) {
+int grouped_gemm_smem_bytes(int block_n, int stages, bool w_packed, int consumers, int64_t groups) {
   // 16 bytes past the barriers (the split's flag word), then two ints a group.
-  return gemm_smem_bytes(block_n, stages, w_packed, consumers) + (groups > 0 ? 16 + int(8 * groups) : 0);
+  return gemm_smem_bytes(block_n, stages, w_packed, consumers) +
+         (groups > 0 ? 16 + int(8 * groups) : 0);
 }
 
 int gemm_max_stages(int block_n, bool w_packed, int consumers) {
@@ -118,8 +118,7 @@ Status validate_grouped_gemm(const Nvfp4View& a, const Nvfp4View& b, const int32
   if (groups < 1 || groups > kGemmMaxGroups)
     return Status::InvalidArgument("groups.count: must be 1.." + std::to_string(kGemmMaxGroups) +
                                    ", got " + std::to_string(groups));
-  if (group_ends == nullptr)
-    return Status::InvalidArgument("groups.ends: must not be null");
+  if (group_ends == nullptr) return Status::InvalidArgument("groups.ends: must not be null");
   if (reinterpret_cast<uintptr_t>(group_ends) % 4 != 0)
     return Status::InvalidArgument("groups.ends: must be 4-byte aligned (int32)");
   KESTREL_RETURN_IF_ERROR(validate_operands(a, b, c, c_name, true, out));
@@ -219,8 +218,8 @@ int64_t gemm_tiles(int64_t m, int64_t n, int64_t batches, const GemmConfig& cfg,
 
 int64_t gemm_tiles(const GemmShape& s, const GemmConfig& cfg, bool dual) {
   if (s.groups > 0) {  // each group pads at most one token tile
-    const int64_t token_tiles = std::min(ceil_div(s.m, cfg.block_n) + s.groups - 1,
-                                         ceil_div(s.m, cfg.block_n) * s.groups);
+    const int64_t token_tiles =
+        std::min(ceil_div(s.m, cfg.block_n) + s.groups - 1, ceil_div(s.m, cfg.block_n) * s.groups);
     return gemm_tiles(token_tiles * cfg.block_n, s.n, 1, cfg, dual);
   }
   return gemm_tiles(s.m, s.n, s.batches, cfg, dual);
@@ -301,8 +300,8 @@ rt::LaunchShape gemm_launch_shape(const GemmShape& s, const GemmConfig& cfg, int
     shape.cluster = dim3(unsigned(cfg.split_k), 1, 1);
   }
   shape.block = dim3(unsigned(128 * (cfg.consumer_groups + 1)));  // + the producer warpgroup
-  shape.smem_bytes = size_t(grouped_gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed,
-                                                     cfg.consumer_groups, s.groups));
+  shape.smem_bytes = size_t(
+      grouped_gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed, cfg.consumer_groups, s.groups));
   return shape;
 }
 

@@ -11,8 +11,8 @@
 
 namespace kestrel {
 
-GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups,
-                                       bool dual, int sm_count) {
+GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups, bool dual,
+                                       int sm_count) {
   (void)n, (void)k, (void)dual, (void)sm_count;
   GemmConfig c;
   const int64_t mean = std::min<int64_t>(ops::ceil_div(std::max<int64_t>(m, 1), groups), 128);
@@ -37,11 +37,10 @@ Status check_grouped_config(const GemmConfig& cfg, const ops::GemmShape& shape, 
   const int smem = ops::grouped_gemm_smem_bytes(cfg.block_n, cfg.stages, w_packed,
                                                 cfg.consumer_groups, shape.groups);
   if (smem > dev->max_smem_per_block_optin)
-    return Status::InvalidArgument("config: with the table of " + std::to_string(shape.groups) +
-                                   " groups needs " + std::to_string(smem) +
-                                   " bytes of shared memory, the GPU allows " +
-                                   std::to_string(dev->max_smem_per_block_optin) +
-                                   ": take fewer stages");
+    return Status::InvalidArgument(
+        "config: with the table of " + std::to_string(shape.groups) + " groups needs " +
+        std::to_string(smem) + " bytes of shared memory, the GPU allows " +
+        std::to_string(dev->max_smem_per_block_optin) + ": take fewer stages");
   return Status::Ok();
 }
 
@@ -86,22 +85,20 @@ Status grouped_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const GemmGrou
   return run_grouped(a, b, nullptr, false, groups, c, stream, config);
 }
 
-Status grouped_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b,
-                          const GemmGroups& groups, const TensorView& c, cudaStream_t stream,
-                          const GemmConfig* config) {
+Status grouped_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b, const GemmGroups& groups,
+                          const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
   return run_grouped(a, ops::packed_weight_view(b), nullptr, true, groups, c, stream, config);
 }
 
 Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b2,
-                               const GemmGroups& groups, const TensorView& c,
-                               cudaStream_t stream, const GemmConfig* config) {
+                               const GemmGroups& groups, const TensorView& c, cudaStream_t stream,
+                               const GemmConfig* config) {
   return run_grouped(a, b1, &b2, false, groups, c, stream, config);
 }
 
 Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1,
                                const GemmPackedWeights& b2, const GemmGroups& groups,
-                               const TensorView& c, cudaStream_t stream,
-                               const GemmConfig* config) {
+                               const TensorView& c, cudaStream_t stream, const GemmConfig* config) {
   const Nvfp4View w2 = ops::packed_weight_view(b2);
   return run_grouped(a, ops::packed_weight_view(b1), &w2, true, groups, c, stream, config);
 }

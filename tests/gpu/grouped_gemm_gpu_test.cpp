@@ -179,17 +179,16 @@ std::vector<GroupedCase> cases() {
     // Off the token tile, an empty group first and last, one-row groups.
     v.push_back({{0, 77, 1, 130, 0}, 200, 512, false, dual});
     v.push_back({{5, 0, 64, 130}, 256, 1024, true, dual, false, L::kBlocked});
-    v.push_back({{1}, 128, 64, false, dual});                         // M = 1, the smallest K
-    v.push_back({{300, 8, 257}, 136, 256, true, dual, true});         // packed, N off 128
+    v.push_back({{1}, 128, 64, false, dual});                  // M = 1, the smallest K
+    v.push_back({{300, 8, 257}, 136, 256, true, dual, true});  // packed, N off 128
     v.push_back({{40, 76, 168, 72}, 128, 320, false, dual, true, L::kBlocked, DType::kBF16});
-    std::vector<int64_t> many(40, 3);                                 // 40 groups of 3 rows
+    std::vector<int64_t> many(40, 3);  // 40 groups of 3 rows
     many[7] = 0;
     v.push_back({many, 64, 128, false, dual});
     // Ends out of order, past M and negative: clamped to a running maximum in [0, M].
-    v.push_back({{10, 20, 30}, 128, 128, false, dual, false, L::kLinear, DType::kF16,
-                  {12, 4, 25}});
-    v.push_back({{10, 20, 30}, 128, 128, false, dual, false, L::kLinear, DType::kF16,
-                  {-3, 70, 55}});
+    v.push_back({{10, 20, 30}, 128, 128, false, dual, false, L::kLinear, DType::kF16, {12, 4, 25}});
+    v.push_back(
+        {{10, 20, 30}, 128, 128, false, dual, false, L::kLinear, DType::kF16, {-3, 70, 55}});
   }
   return v;
 }
@@ -245,9 +244,9 @@ TEST(GroupedGemmGpuGolden, MatchesGoldenIncludingAnEmptyGroup) {
   const DeviceBuffer ends_dev = DeviceBuffer::from(ends);
   DeviceBuffer out(size_t(a.rows * n * 2));
   out.poison();
-  const Status st = grouped_gemm_nvfp4(
-      ad.view, bd.view, {static_cast<const int32_t*>(ends_dev.get()), groups},
-      TensorView::dense(out.get(), DType::kF16, {a.rows, n}), nullptr);
+  const Status st =
+      grouped_gemm_nvfp4(ad.view, bd.view, {static_cast<const int32_t*>(ends_dev.get()), groups},
+                         TensorView::dense(out.get(), DType::kF16, {a.rows, n}), nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   const auto rep = testing::compare_fp16(testing::fp16_to_doubles(out.download<uint16_t>()), want);
   EXPECT_TRUE(rep.pass) << rep.to_string();
@@ -273,9 +272,9 @@ TEST(GroupedGemmArgs, BadArgumentsNameTheRule) {
                      TensorView::dense(dummy, DType::kE4M3, {2, 4, 4}), ScaleLayout::kLinear, 1.0f};
   EXPECT_NE(message(a3, b, {ends, 2}, c).find("a: a grouped GEMM's activations"),
             std::string::npos);
-  EXPECT_NE(message(a, b, {ends, 2}, TensorView::dense(dummy, DType::kF16, {2, 4, 8}))
-                .find("c: shape"),
-            std::string::npos);
+  EXPECT_NE(
+      message(a, b, {ends, 2}, TensorView::dense(dummy, DType::kF16, {2, 4, 8})).find("c: shape"),
+      std::string::npos);
   if (testing::cuda_device_present()) {  // (config rules are checked where a GPU runs the call)
     const GemmConfig split{128, 4, 2};
     EXPECT_NE(message(a, b, {ends, 2}, c, &split).find("split_k 1"), std::string::npos);
