@@ -706,10 +706,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       // Staged tokens [tok0, tok1) of the tile to C, by all consumer
       // warpgroups once every staging thread has passed a barrier.
       // Grouped: the group's rows of one batch.
-      const long long c_off =
-          GROUPED ? (long long)groups.row_begin(l) * p.c_row : (long long)l * p.c_batch;
-      const int m_end = GROUPED ? groups.row_end[l] - groups.row_begin(l) : p.m;
-      OUT* const c = reinterpret_cast<OUT*>(p.c) + c_off;
+      const int row0 = GROUPED ? groups.row_begin(l) : 0;
+      const int m_end = GROUPED ? groups.row_end[l] - row0 : p.m;
+      OUT* const c = reinterpret_cast<OUT*>(p.c) +
+                     (GROUPED ? (long long)row0 * p.c_row : (long long)l * p.c_batch);
       const bool c_vec16 = (reinterpret_cast<uintptr_t>(c) % 16 == 0) && (p.c_row % 8 == 0);
       const int ct = threadIdx.x - 128;  // 0 .. kConsumerThreads - 1 over the consumer warpgroups
       auto store_staged = [&](int tok0, int tok1) {

@@ -130,8 +130,8 @@ Status grouped_dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1,
                                const TensorView& c, cudaStream_t stream,
                                const GemmConfig* config = nullptr);
 // M rows over `groups` groups: token tiles that hold the mean group, at
-// most 128 (the host does not know the groups' sizes).
-GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups, bool dual,
-                                       int sm_count);
+// most 128 (the host does not know the groups' sizes, and N, K and the
+// GPU do not change the pick: BENCHMARKS.md, session 41).
+GemmConfig grouped_gemm_default_config(int64_t m, int64_t groups);
 
 }  // namespace kestrel

@@ -81,15 +81,17 @@ bool read_config(const Params& p, GemmConfig* cfg) {
 // dequantized to bf16 once, in enough copies to rotate past L2.
 // `swiglu`: b is [B1; B2] (cols = 2N) and the peer finishes with the fused
 // silu * mul into an N-column output, as a user of the unfused path would.
+// `group_rows` (a grouped GEMM, L = 1): A's rows are the groups' one after
+// another and b holds a weight per group, one GEMM per non-empty group.
 Status add_cublas_peer(const std::string& name, const SlottedOperand& a, const SlottedOperand& b,
                        const GemmShape& s, int64_t cols, const OpEnv& env, BenchCase* out,
-                       bool swiglu = false) {
+                       bool swiglu = false, const std::vector<int64_t>& group_rows = {}) {
   struct PeerState {
     SlottedBuffer a, b, c, swiglu_out;
   };
   auto ps = std::make_shared<PeerState>();
-  const int slots =
-      rotation_slots(s.l * (s.m + cols) * s.k * 2 + s.l * s.m * cols * 2, env.device->l2_bytes);
+  const int slots = rotation_slots((a.l * a.rows + b.l * b.rows) * s.k * 2 + s.l * s.m * cols * 2,
+                                   env.device->l2_bytes);
   KESTREL_RETURN_IF_ERROR(dequantized_bf16(a, slots, env.stream, &ps->a));
   KESTREL_RETURN_IF_ERROR(dequantized_bf16(b, slots, env.stream, &ps->b));
   KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.l * s.m * cols * 2), slots));
@@ -99,9 +101,21 @@ Status add_cublas_peer(const std::string& name, const SlottedOperand& a, const S
   PeerLaunch cublas;
   cublas.name = name;
   cublas.call.slots = slots;
-  cublas.call.fn = [ps, peers, s, cols, swiglu](cudaStream_t stream, int slot) {
-    KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot), ps->c.at(slot),
-                                             s.m, cols, s.k, s.l, DType::kBF16));
+  cublas.call.fn = [ps, peers, s, cols, swiglu, group_rows](cudaStream_t stream, int slot) {
+    if (group_rows.empty()) {
+      KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, ps->a.at(slot), ps->b.at(slot),
+                                               ps->c.at(slot), s.m, cols, s.k, s.l, DType::kBF16));
+    } else {
+      const auto* a = static_cast<const uint8_t*>(ps->a.at(slot));
+      const auto* b = static_cast<const uint8_t*>(ps->b.at(slot));
+      auto* c = static_cast<uint8_t*>(ps->c.at(slot));
+      int64_t row = 0;
+      for (size_t g = 0; g < group_rows.size(); row += group_rows[g], ++g)
+        if (group_rows[g] > 0)
+          KESTREL_RETURN_IF_ERROR(
+              peers->gemm_bf16(stream, a + row * s.k * 2, b + int64_t(g) * cols * s.k * 2,
+                               c + row * cols * 2, group_rows[g], cols, s.k, 1, DType::kBF16));
+    }
     if (!swiglu) return Status::Ok();
     return launch_silu_mul(stream, ps->c.at(slot), ps->swiglu_out.at(slot), s.l * s.m, cols / 2);
   };
@@ -119,6 +133,16 @@ Status compare_output(const DeviceBuffer& c, size_t bytes, DType type,
   out->pass = r.pass;
   out->detail = r.to_string();
   return Status::Ok();
+}
+
+// A check's weights packed into a poisoned buffer (the pack must write its
+// padding too).
+Status pack_check_weights(const DeviceOperand& d, const ref::HostNvfp4& h, cudaStream_t stream,
+                          DeviceBuffer* buf, GemmPackedWeights* w) {
+  const int64_t bytes = gemm_packed_weight_bytes(h.rows, h.k, h.batches);
+  KESTREL_RETURN_IF_ERROR(buf->allocate(size_t(bytes)));
+  KESTREL_RETURN_IF_ERROR(buf->fill(testing::kPoison));
+  return pack_gemm_weights(d.view(h), buf->get(), bytes, stream, w);
 }
 
 // Fresh data, the GPU op on a poisoned output, the float64 reference: the
@@ -146,19 +170,10 @@ Status check_products(const Params& p, const OpEnv& env, CheckReport* out, bool 
   const GemmConfig* cfg_ptr = read_config(p, &cfg) ? &cfg : nullptr;
   const TensorView cv = TensorView::dense(c.get(), s.out, {s.l, s.m, s.n});
   if (p.integer("packed")) {
-    const int64_t packed_bytes = gemm_packed_weight_bytes(s.n, s.k, s.l);
     DeviceBuffer pb1, pb2;
     GemmPackedWeights w1, w2;
-    KESTREL_RETURN_IF_ERROR(pb1.allocate(size_t(packed_bytes)));
-    KESTREL_RETURN_IF_ERROR(pb1.fill(testing::kPoison));
-    KESTREL_RETURN_IF_ERROR(
-        pack_gemm_weights(db1.view(b1), pb1.get(), packed_bytes, env.stream, &w1));
-    if (dual) {
-      KESTREL_RETURN_IF_ERROR(pb2.allocate(size_t(packed_bytes)));
-      KESTREL_RETURN_IF_ERROR(pb2.fill(testing::kPoison));
-      KESTREL_RETURN_IF_ERROR(
-          pack_gemm_weights(db2.view(b2), pb2.get(), packed_bytes, env.stream, &w2));
-    }
+    KESTREL_RETURN_IF_ERROR(pack_check_weights(db1, b1, env.stream, &pb1, &w1));
+    if (dual) KESTREL_RETURN_IF_ERROR(pack_check_weights(db2, b2, env.stream, &pb2, &w2));
     KESTREL_RETURN_IF_ERROR(dual ? dual_gemm_nvfp4(da.view(a), w1, w2, cv, env.stream, cfg_ptr)
                                  : gemm_nvfp4(da.view(a), w1, cv, env.stream, cfg_ptr));
   } else {
@@ -293,8 +308,9 @@ Status read_grouped_shape(const Params& p, GroupedShape* s) {
   s->k = p.integer("k");
   read_formats(p, &s->a_layout, &s->b_layout, &s->out);
   s->dual = p.integer("dual") != 0;
-  if (s->rows.empty() || s->groups() > 1024)
-    return Status::InvalidArgument("m: 1..1024 groups' rows, got " + p.text("m"));
+  if (s->rows.empty() || s->groups() > ops::kGemmMaxGroups)
+    return Status::InvalidArgument("m: 1.." + std::to_string(ops::kGemmMaxGroups) +
+                                   " groups' rows, got " + p.text("m"));
   s->m = 0;
   for (int64_t r : s->rows) {
     if (r < 0) return Status::InvalidArgument("m: group rows must be >= 0, got " + p.text("m"));
@@ -358,17 +374,10 @@ Status check_grouped(const Params& p, const OpEnv& env, CheckReport* out) {
   const TensorView cv = TensorView::dense(c.get(), s.out, {s.m, s.n});
   const GemmGroups groups{static_cast<const int32_t*>(ends_dev.get()), g};
   if (p.integer("packed")) {
-    const int64_t packed_bytes = gemm_packed_weight_bytes(s.n, s.k, g);
     DeviceBuffer pb1, pb2;
     GemmPackedWeights w1, w2;
-    KESTREL_RETURN_IF_ERROR(pb1.allocate(size_t(packed_bytes)));
-    KESTREL_RETURN_IF_ERROR(
-        pack_gemm_weights(db1.view(b1), pb1.get(), packed_bytes, env.stream, &w1));
-    if (s.dual) {
-      KESTREL_RETURN_IF_ERROR(pb2.allocate(size_t(packed_bytes)));
-      KESTREL_RETURN_IF_ERROR(
-          pack_gemm_weights(db2.view(b2), pb2.get(), packed_bytes, env.stream, &w2));
-    }
+    KESTREL_RETURN_IF_ERROR(pack_check_weights(db1, b1, env.stream, &pb1, &w1));
+    if (s.dual) KESTREL_RETURN_IF_ERROR(pack_check_weights(db2, b2, env.stream, &pb2, &w2));
     KESTREL_RETURN_IF_ERROR(
         s.dual ? grouped_dual_gemm_nvfp4(da.view(a), w1, w2, groups, cv, env.stream, cfg_ptr)
                : grouped_gemm_nvfp4(da.view(a), w1, groups, cv, env.stream, cfg_ptr));
@@ -428,44 +437,16 @@ Status bench_grouped(const Params& p, const OpEnv& env, BenchCase* out) {
   };
 
   // Peer: what a user without a grouped kernel runs, one cuBLAS bf16 GEMM
-  // per group on operands dequantized once (dual: on [B1; B2] of the group,
+  // per group on operands dequantized once (dual: on the group's [B1; B2],
   // then one silu * mul pass over all rows).
-  struct PeerState {
-    SlottedBuffer a, b, c, swiglu_out;
-  };
-  auto ps = std::make_shared<PeerState>();
-  const int64_t cols = weights * s.n;
+  const GemmShape peer_shape{s.m, s.n, s.k, 1, s.a_layout, s.b_layout, s.out};
+  if (!s.dual)
+    return add_cublas_peer("cuBLAS bf16 per group", st->a, st->b1, peer_shape, s.n, env, out, false,
+                           s.rows);
   SlottedOperand both;
-  if (s.dual) KESTREL_RETURN_IF_ERROR(both.fill(g, cols, s.k, s.b_layout, 1, 44));
-  const int peer_slots =
-      rotation_slots((s.m + g * cols) * s.k * 2 + s.m * cols * 2, env.device->l2_bytes);
-  KESTREL_RETURN_IF_ERROR(dequantized_bf16(st->a, peer_slots, env.stream, &ps->a));
-  KESTREL_RETURN_IF_ERROR(dequantized_bf16(s.dual ? both : st->b1, peer_slots, env.stream, &ps->b));
-  KESTREL_RETURN_IF_ERROR(ps->c.allocate(size_t(s.m * cols * 2), peer_slots));
-  if (s.dual) KESTREL_RETURN_IF_ERROR(ps->swiglu_out.allocate(size_t(s.m * s.n * 2), peer_slots));
-  Peers* peers = nullptr;
-  KESTREL_RETURN_IF_ERROR(Peers::get(&peers));
-  PeerLaunch cublas;
-  cublas.name = s.dual ? "cuBLAS bf16 per group [B1;B2] + silu*mul" : "cuBLAS bf16 per group";
-  cublas.call.slots = peer_slots;
-  cublas.call.fn = [ps, peers, s, cols, g](cudaStream_t stream, int slot) {
-    const auto* a = static_cast<const uint8_t*>(ps->a.at(slot));
-    const auto* b = static_cast<const uint8_t*>(ps->b.at(slot));
-    auto* c = static_cast<uint8_t*>(ps->c.at(slot));
-    int64_t row = 0;
-    for (int64_t gi = 0; gi < g; ++gi) {
-      const int64_t rows = s.rows[size_t(gi)];
-      if (rows > 0)
-        KESTREL_RETURN_IF_ERROR(peers->gemm_bf16(stream, a + row * s.k * 2, b + gi * cols * s.k * 2,
-                                                 c + row * cols * 2, rows, cols, s.k, 1,
-                                                 DType::kBF16));
-      row += rows;
-    }
-    if (!s.dual) return Status::Ok();
-    return launch_silu_mul(stream, c, ps->swiglu_out.at(slot), s.m, s.n);
-  };
-  out->peers.push_back(std::move(cublas));
-  return Status::Ok();
+  KESTREL_RETURN_IF_ERROR(both.fill(g, 2 * s.n, s.k, s.b_layout, 1, 44));
+  return add_cublas_peer("cuBLAS bf16 per group [B1;B2] + silu*mul", st->a, both, peer_shape,
+                         2 * s.n, env, out, true, s.rows);
 }
 
 std::vector<ParamSpec> grouped_params() {
@@ -601,10 +582,8 @@ std::vector<rt::KernelSpec> grouped_kernels(const Params& p) {
   if (!read_grouped_shape(p, &s).ok()) return {};
   const bool packed = p.integer("packed") != 0;
   GemmConfig cfg;
-  const rt::DeviceInfo* dev = nullptr;
   if (!read_config(p, &cfg)) {
-    if (!rt::current_device(&dev).ok()) return {};
-    cfg = grouped_gemm_default_config(s.m, s.n, s.k, s.groups(), s.dual, dev->sm_count);
+    cfg = grouped_gemm_default_config(s.m, s.groups());
     if (packed) cfg.stages = ops::gemm_default_stages(cfg.block_n, false, true);
   }
   return {ops::gemm_kernel_spec(s.out, cfg, !packed && s.b_layout == ScaleLayout::kBlocked, s.dual,

@@ -39,10 +39,10 @@ Status nvfp4_of(const kestrel_nvfp4* t, const std::string& name, Nvfp4View* out)
 
 // batches: a's, or a grouped GEMM's groups.
 GemmPackedWeights packed_of(const void* b, float global_scale, int64_t n, const Nvfp4View& a,
-                            int64_t batches = 0) {
+                            int64_t batches) {
   GemmPackedWeights w;
   w.values = b;
-  w.batches = batches > 0 ? batches : a.batches();
+  w.batches = batches;
   w.n = n;
   w.k = a.k();
   w.global_scale = global_scale;
@@ -124,7 +124,7 @@ int kestrel_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b, float b_glo
   Status s = dtype_of(out_dtype, "out_dtype", &ct);
   if (s.ok()) s = nvfp4_of(a, "a", &av);
   if (s.ok())
-    s = gemm_nvfp4(av, packed_of(b, b_global_scale, n, av), c_view(c, ct, av, n),
+    s = gemm_nvfp4(av, packed_of(b, b_global_scale, n, av, av.batches()), c_view(c, ct, av, n),
                    stream_of(stream));
   return report(s);
 }
@@ -137,8 +137,8 @@ int kestrel_dual_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b1, float
   Status s = dtype_of(out_dtype, "out_dtype", &ct);
   if (s.ok()) s = nvfp4_of(a, "a", &av);
   if (s.ok())
-    s = dual_gemm_nvfp4(av, packed_of(b1, b1_global_scale, n, av),
-                        packed_of(b2, b2_global_scale, n, av), c_view(c, ct, av, n),
+    s = dual_gemm_nvfp4(av, packed_of(b1, b1_global_scale, n, av, av.batches()),
+                        packed_of(b2, b2_global_scale, n, av, av.batches()), c_view(c, ct, av, n),
                         stream_of(stream));
   return report(s);
 }

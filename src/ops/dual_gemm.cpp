@@ -49,12 +49,7 @@ Status run_dual_gemm(const Nvfp4View& a, const Nvfp4View& b1, const Nvfp4View& b
   ops::GemmShape shape, shape2;
   KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b1, c, "c", &shape));
   KESTREL_RETURN_IF_ERROR(ops::validate_gemm(a, b2, c, "c", &shape2));
-  if (b2.rows() != b1.rows())
-    return Status::InvalidArgument("b2: N must equal b1's (" + std::to_string(b1.rows()) +
-                                   "), got " + std::to_string(b2.rows()));
-  if (b2.layout != b1.layout)
-    return Status::InvalidArgument(std::string("b2: scale layout must equal b1's (") +
-                                   scale_layout_name(b1.layout) + ")");
+  KESTREL_RETURN_IF_ERROR(ops::check_second_weight(b1, b2));
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (!dev->is_hopper())

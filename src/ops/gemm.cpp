@@ -211,12 +211,7 @@ namespace {
 GemmConfig tile_and_split(int64_t m, int64_t n, int64_t k, int64_t batches, int sm_count) {
   GemmConfig c;
   // Tokens are the wgmma N side: the smallest tile that holds them all, up to 256.
-  c.block_n = 256;
-  for (int bn : gemm_block_n_choices())
-    if (bn >= m) {
-      c.block_n = bn;
-      break;
-    }
+  c.block_n = ops::gemm_block_n_holding(m);
   const int64_t tiles = ops::gemm_tiles(m, n, batches, c, false);
   const int64_t k_stages = ops::ceil_div(k, ops::kGemmBlockK);
   // Split K over a cluster while the grid leaves SMs idle and each CTA keeps

@@ -135,6 +135,16 @@ Status validate_grouped_gemm(const Nvfp4View& a, const Nvfp4View& b, const int32
   return Status::Ok();
 }
 
+Status check_second_weight(const Nvfp4View& b1, const Nvfp4View& b2) {
+  if (b2.rows() != b1.rows())
+    return Status::InvalidArgument("b2: N must equal b1's (" + std::to_string(b1.rows()) +
+                                   "), got " + std::to_string(b2.rows()));
+  if (b2.layout != b1.layout)
+    return Status::InvalidArgument(std::string("b2: scale layout must equal b1's (") +
+                                   scale_layout_name(b1.layout) + ")");
+  return Status::Ok();
+}
+
 Status check_gemm_config(const GemmConfig& cfg, bool dual, const rt::DeviceInfo* dev,
                          bool w_packed) {
   const auto& bns = gemm_block_n_choices();
@@ -206,6 +216,12 @@ Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUt
   spec.box[2] = 1;
   spec.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
   return rt::make_tma_map(c.data, spec, out);
+}
+
+int gemm_block_n_holding(int64_t rows) {
+  for (int bn : gemm_block_n_choices())
+    if (bn >= rows) return bn;
+  return gemm_block_n_choices().back();
 }
 
 int gemm_tile_columns(const GemmConfig& cfg, bool dual) {

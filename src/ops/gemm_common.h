@@ -53,6 +53,9 @@ Status validate_gemm(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c
 Status validate_grouped_gemm(const Nvfp4View& a, const Nvfp4View& b, const int32_t* group_ends,
                              int64_t groups, const TensorView& c, const char* c_name,
                              GemmShape* out);
+// The dual GEMM's second weight against its first (both validated): the
+// same N and scale layout.
+Status check_second_weight(const Nvfp4View& b1, const Nvfp4View& b2);
 // The configuration's own rules (and three consumer warpgroups: a dual GEMM
 // without a K split or tail).
 Status check_gemm_config(const GemmConfig& cfg, bool dual, const rt::DeviceInfo* dev,
@@ -71,6 +74,9 @@ Status make_weight_map(const Nvfp4View& b, int box_rows, CUtensorMap* out);
 // fails where C's base or strides are not 16-byte aligned.
 Status make_output_map(const TensorView& c, const GemmShape& s, int block_n, CUtensorMap* out);
 
+// The smallest tile of gemm_block_n_choices() that holds `rows` tokens (the
+// largest, 256, past it).
+int gemm_block_n_holding(int64_t rows);
 // Output columns (weight rows) per tile: 128, dual 32 x consumer_groups.
 int gemm_tile_columns(const GemmConfig& cfg, bool dual);
 // Output tiles of a launch (dual: the SwiGLU variant), of M tokens x N

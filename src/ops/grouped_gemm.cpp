@@ -11,16 +11,9 @@
 
 namespace kestrel {
 
-GemmConfig grouped_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t groups, bool dual,
-                                       int sm_count) {
-  (void)n, (void)k, (void)dual, (void)sm_count;
+GemmConfig grouped_gemm_default_config(int64_t m, int64_t groups) {
   GemmConfig c;
-  const int64_t mean = std::min<int64_t>(ops::ceil_div(std::max<int64_t>(m, 1), groups), 128);
-  for (int bn : gemm_block_n_choices())
-    if (bn >= mean) {
-      c.block_n = bn;
-      break;
-    }
+  c.block_n = ops::gemm_block_n_holding(std::min<int64_t>(ops::ceil_div(m, groups), 128));
   c.stages = ops::gemm_default_stages(c.block_n, false, false);
   return c;
 }
@@ -57,12 +50,7 @@ Status run_grouped(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, 
     ops::GemmShape shape2;
     KESTREL_RETURN_IF_ERROR(
         ops::validate_grouped_gemm(a, *b2, groups.ends, groups.count, c, "c", &shape2));
-    if (b2->rows() != b.rows())
-      return Status::InvalidArgument("b2: N must equal b1's (" + std::to_string(b.rows()) +
-                                     "), got " + std::to_string(b2->rows()));
-    if (b2->layout != b.layout)
-      return Status::InvalidArgument(std::string("b2: scale layout must equal b1's (") +
-                                     scale_layout_name(b.layout) + ")");
+    KESTREL_RETURN_IF_ERROR(ops::check_second_weight(b, *b2));
   }
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
@@ -70,9 +58,7 @@ Status run_grouped(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, 
     return Status::Unsupported(std::string(op) + " needs an sm_90 GPU (wgmma), this GPU is " +
                                dev->arch());
   if (shape.m == 0 || shape.n == 0) return Status::Ok();
-  GemmConfig cfg = config ? *config
-                          : grouped_gemm_default_config(shape.m, shape.n, shape.k, shape.groups,
-                                                        dual, dev->sm_count);
+  GemmConfig cfg = config ? *config : grouped_gemm_default_config(shape.m, shape.groups);
   if (!config && w_packed) cfg.stages = ops::gemm_default_stages(cfg.block_n, false, true);
   KESTREL_RETURN_IF_ERROR(check_grouped_config(cfg, shape, dual, w_packed, dev));
   return ops::launch_nvfp4_gemm(a, b, b2, w_packed, c, shape, cfg, stream);

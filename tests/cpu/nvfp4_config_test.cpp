@@ -206,11 +206,11 @@ TEST(Nvfp4Config, DualTwoGroupCasesTakeThatLoop) {
 // most one token tile), at most one CTA per SM, and the group table's
 // shared memory on top.
 TEST(Nvfp4Config, GroupedGemmPicksAndLaunch) {
-  EXPECT_EQ(grouped_gemm_default_config(1024, 4096, 7168, 8, false, 132).block_n, 128);
-  EXPECT_EQ(grouped_gemm_default_config(260, 2048, 7168, 16, false, 132).block_n, 24);
-  EXPECT_EQ(grouped_gemm_default_config(5, 256, 512, 40, true, 132).block_n, 8);
-  EXPECT_EQ(grouped_gemm_default_config(65536, 256, 512, 4, false, 132).block_n, 128);
-  const GemmConfig c = grouped_gemm_default_config(1024, 4096, 7168, 8, false, 132);
+  EXPECT_EQ(grouped_gemm_default_config(1024, 8).block_n, 128);
+  EXPECT_EQ(grouped_gemm_default_config(260, 16).block_n, 24);
+  EXPECT_EQ(grouped_gemm_default_config(5, 40).block_n, 8);
+  EXPECT_EQ(grouped_gemm_default_config(65536, 4).block_n, 128);
+  const GemmConfig c = grouped_gemm_default_config(1024, 8);
   EXPECT_EQ(c.split_k, 1);
   EXPECT_FALSE(c.k_tail);
   ops::GemmShape g{8, 199, 4096, 7168, 0, 0};
