@@ -53,6 +53,7 @@ _SIGNATURES.update({
     "kestrel_grouped_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _P, _F32, _I64, _P, _I64, _P, _I32,
                                           _P],
 })
+_SIGNATURES["kestrel_fp8_gemm_add"] = [_P, _P, _F32, _P, _P, _I64, _I64, _I64, _I64, _P]
 _SIZES = {
     "kestrel_blocked_scale_bytes": [_I64, _I64, _I64],
     "kestrel_gemm_packed_weight_bytes": [_I64, _I64, _I64],
@@ -237,3 +238,19 @@ def grouped_gemm(lib, a, b, ends, b2=None, out_dtype=torch.bfloat16):
                  ctypes.byref(b2.c()) if b2 else None, ends.data_ptr(), groups, c.data_ptr(),
                  _DTYPE[out_dtype])
     return c
+
+
+def fp8_gemm_add(lib, a, b, alpha=1.0, r=None):
+    """d = bf16(bf16(alpha a b^T) + r): a [L][M][K] (or [M][K]) and b [L][N][K]
+    torch.float8_e4m3fn, r bf16 [L][M][N] or None (no add); r may be d's
+    buffer to add in place (then pass it and use the result)."""
+    squeeze = a.dim() == 2
+    a3, b3 = (a[None], b[None]) if squeeze else (a, b)
+    batches, m, k = a3.shape
+    n = b3.shape[1]
+    d = torch.empty(batches, m, n, dtype=torch.bfloat16, device=a.device)
+    r3 = None if r is None else (r[None] if squeeze else r).contiguous()
+    lib.call("kestrel_fp8_gemm_add", a3.contiguous().data_ptr(), b3.contiguous().data_ptr(),
+             float(alpha), r3.data_ptr() if r3 is not None else None, d.data_ptr(), batches, m, n,
+             k)
+    return d[0] if squeeze else d

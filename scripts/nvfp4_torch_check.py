@@ -1,4 +1,4 @@
-"""Kestrel's NVFP4 quantization and GEMMs from Python (kestrel_ctypes.py, the
+"""Kestrel's NVFP4 quantization and GEMMs, and its FP8 GEMM + add, from Python (kestrel_ctypes.py, the
 C ABI) against torch: random activations and weights quantized by Kestrel,
 dequantized by Kestrel, and gemm / dual_gemm / grouped_gemm compared with float64 torch
 matmuls of the dequantized values (what the GEMMs compute exactly, before the
@@ -83,6 +83,28 @@ def main():
         ok &= passed and same
         print(f"{name} groups {rows} N{n} K{k}: {'PASS' if passed else 'FAIL'} (worst error "
               f"{ratio:.3f} of its bound); packed weights {'agree' if same else 'DIFFER'}")
+    # FP8 GEMM + add against float64 and torch._scaled_mm (then + r), whose
+    # cuBLASLt kernel sums e4m3 products as Kestrel's does.
+    for m, n, k in [(80, 208, 512), (512, 1024, 4096)]:
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 4
+        alpha = 0.37
+        d = kc.fp8_gemm_add(lib, a, b, alpha, r)
+        exact = (a.double() @ b.double().T) * alpha
+        ref = (exact.to(torch.bfloat16).double() + r.double()).to(torch.bfloat16).double()
+        bound = 2.0**-7 * (exact.abs() + ref.abs()) + 2.0**-10 * alpha * (
+            a.double().abs() @ b.double().abs().T) + 1e-6
+        err = (d.double() - ref).abs()
+        passed = bool((err <= bound).all())
+        one = torch.ones((), device="cuda")
+        peer = torch._scaled_mm(a, b.T, scale_a=one, scale_b=one * alpha,
+                                out_dtype=torch.bfloat16) + r
+        same = float((peer == d).double().mean())
+        ok &= passed
+        print(f"fp8_gemm_add M{m} N{n} K{k}: {'PASS' if passed else 'FAIL'} (worst error "
+              f"{float((err / bound).max()):.3f} of its bound); equal to torch._scaled_mm + r "
+              f"on {100 * same:.2f}% of elements")
     return 0 if ok else 1
 
 

@@ -113,6 +113,14 @@ int kestrel_grouped_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b, flo
                                       const int32_t* ends, int64_t groups, void* c, int out_dtype,
                                       void* stream);
 
+/* FP8 GEMM with a fused add (fp8_gemm.h, fp8_gemm_add): d[l][m][n] =
+ * bf16(bf16(alpha * sum_k a[l][m][k] b[l][n][k]) + r[l][m][n]); a and b dense
+ * e4m3 (float8_e4m3fn) [batches][m][k] and [batches][n][k] with k a multiple
+ * of 16, r and d dense bf16 [batches][m][n] with n a multiple of 8. r NULL:
+ * no add; r == d: an in-place residual add. */
+int kestrel_fp8_gemm_add(const void* a, const void* b, float alpha, const void* r, void* d,
+                         int64_t batches, int64_t m, int64_t n, int64_t k, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

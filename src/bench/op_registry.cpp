@@ -134,6 +134,7 @@ const OpRegistry& builtin_registry() {
     register_rowwise_ops(r);
     register_nvfp4_gemv_ops(r);
     register_nvfp4_gemm_ops(r);
+    register_fp8_gemm_ops(r);
     return r;
   }();
   return reg;

@@ -135,5 +135,6 @@ void register_nvfp4_codec_ops(OpRegistry& reg);
 void register_rowwise_ops(OpRegistry& reg);
 void register_nvfp4_gemv_ops(OpRegistry& reg);
 void register_nvfp4_gemm_ops(OpRegistry& reg);
+void register_fp8_gemm_ops(OpRegistry& reg);
 
 }  // namespace kestrel::bench

@@ -157,15 +157,15 @@ Status Peers::gemv_bf16(cudaStream_t stream, const void* a, const void* x, void*
 }
 
 Status Peers::gemm_fp8(cudaStream_t stream, const void* a, const void* b, void* d, int64_t m,
-                       int64_t n, int64_t k, float alpha) {
+                       int64_t n, int64_t k, float alpha, const void* r) {
   KESTREL_RETURN_IF_ERROR(check_dims(m, n, k, 1));
   std::lock_guard<std::mutex> lock(impl_->mu);
   const LtPlan* p = nullptr;
   KESTREL_RETURN_IF_ERROR(impl_->fp8_plan(m, n, k, &p));
-  const float beta = 0.0f;
-  KESTREL_BLAS_RETURN(cublasLtMatmul(impl_->lt, p->desc, &alpha, b, p->a, a, p->b, &beta, d, p->c,
-                                     d, p->c, &p->algo, impl_->lt_workspace.get(), kWorkspaceBytes,
-                                     stream));
+  const float beta = r ? 1.0f : 0.0f;
+  KESTREL_BLAS_RETURN(cublasLtMatmul(impl_->lt, p->desc, &alpha, b, p->a, a, p->b, &beta, r ? r : d,
+                                     p->c, d, p->c, &p->algo, impl_->lt_workspace.get(),
+                                     kWorkspaceBytes, stream));
   return Status::Ok();
 }
 

@@ -36,10 +36,12 @@ class Peers {
   // (m x 1) that cuBLAS dispatches to its GEMV kernels.
   Status gemv_bf16(cudaStream_t stream, const void* a, const void* x, void* c, int64_t m, int64_t k,
                    int64_t batch = 1, DType out = DType::kBF16);
-  // Row-major D[M][N] = bf16(alpha * A[M][K] * B[N][K]^T) with e4m3 A and B
-  // (cuBLASLt's required "TN" form), fp32 accumulation.
+  // Row-major D[M][N] = bf16(alpha * A[M][K] * B[N][K]^T + R[M][N]) with e4m3
+  // A and B (cuBLASLt's required "TN" form), fp32 accumulation; without r
+  // (null) no add. cuBLASLt's epilogue adds R (beta = 1) before its one
+  // rounding to bf16.
   Status gemm_fp8(cudaStream_t stream, const void* a, const void* b, void* d, int64_t m, int64_t n,
-                  int64_t k, float alpha = 1.0f);
+                  int64_t k, float alpha = 1.0f, const void* r = nullptr);
 
   struct Impl;
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "ops/fp8_gemm_kernel.h"
 #include "ops/gemm_common.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/rowwise_config.h"
@@ -114,6 +115,10 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemm_kernel_spec(DType::kBF16, {64, 4, 1}, true, true, false, true));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {128, 4, 1}, false, false, true, true));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 1}, false, true, true, true));
+  // FP8 GEMM: with and without the add, wide and narrow tiles.
+  specs.push_back(fp8_gemm_kernel_spec({192, 4, 8}, true));
+  specs.push_back(fp8_gemm_kernel_spec({128, 6, 8}, false));
+  specs.push_back(fp8_gemm_kernel_spec({64, 8, 8}, true));
   append_rowwise_specs(&specs);
   for (const char* evict : {"false", "true"})
     specs.push_back(
@@ -145,6 +150,9 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
       if (seen.insert(spec.entry).second) specs.push_back(std::move(spec));
     }
   }
+  for (const Fp8GemmConfig& c : fp8_gemm_config_space())
+    if (c.stages == fp8_gemm_max_stages(c.block_n) && c.raster_rows == 1)
+      for (bool has_r : {false, true}) specs.push_back(fp8_gemm_kernel_spec(c, has_r));
   return specs;
 }
 

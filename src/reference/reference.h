@@ -48,10 +48,12 @@ std::vector<std::vector<double>> grouped_gemm_nvfp4(const std::vector<HostNvfp4>
                                                      const std::vector<HostNvfp4>& b);
 
 // ---- FP8 GEMM + add: acc = alpha * A B^T (A: M x K, B: N x K, e4m3 codes);
-// d = bf16(bf16(acc) + r) with r as bf16 bits. Returns acc (float64) and d bits.
+// d = bf16(bf16(acc) + r) with r as bf16 bits. Returns acc (float64), d bits
+// and |alpha| sum_k |A[m][k] B[n][k]|, the scale of a summation's error.
 struct Fp8GemmAddResult {
   std::vector<double> acc;
   std::vector<uint16_t> d_bf16;
+  std::vector<double> acc_abs;
 };
 Fp8GemmAddResult fp8_gemm_add(const uint8_t* a, const uint8_t* b, const uint16_t* r, int64_t m,
                               int64_t n, int64_t k, double alpha);

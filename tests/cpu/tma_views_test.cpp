@@ -1,6 +1,6 @@
-// The TMA map shape of NVFP4 byte-row views (src/ops/tma_views.h): extents
-// and strides from the view, and a single batch's stride from its rows, not
-// from whatever the view holds for dim 0.
+// The TMA map shape of row views (src/ops/tma_views.h): extents and strides
+// from the view, and a single batch's stride from its rows, not from
+// whatever the view holds for dim 0.
 #include "ops/tma_views.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +37,27 @@ TEST(TmaViews, ByteRowsSpecFollowsTheView) {
   EXPECT_EQ(s2.dims[1], 7168u);
   EXPECT_EQ(s2.dims[2], 1u);
   EXPECT_EQ(s2.strides_bytes[1], 7168u * 8192u);
+}
+
+// Element-typed rows (the FP8 GEMM's bf16 R and D): strides in bytes; a
+// single row's stride, which TMA never steps over, rounded up to 16 bytes
+// whatever the view holds (a dense [1][24] e4m3 row has a 24-byte stride).
+TEST(TmaViews, RowsSpecCountsElementsAndFreesASingleRow) {
+  static uint8_t buf[1];
+  const TensorView d = TensorView::strided(buf, DType::kBF16, {2, 300, 104}, {40000, 112, 1});
+  const rt::TmaMapSpec sd = rows_spec(d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, 64);
+  EXPECT_EQ(sd.dtype, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_EQ(sd.dims[0], 104u);
+  EXPECT_EQ(sd.dims[1], 300u);
+  EXPECT_EQ(sd.dims[2], 2u);
+  EXPECT_EQ(sd.strides_bytes[0], 224u);
+  EXPECT_EQ(sd.strides_bytes[1], 80000u);
+
+  const TensorView row = TensorView::dense(buf, DType::kE4M3, {1, 24});
+  const rt::TmaMapSpec sr = byte_rows_spec(row, 128, 128);
+  EXPECT_EQ(sr.dims[1], 1u);
+  EXPECT_EQ(sr.strides_bytes[0], 32u);
+  EXPECT_EQ(sr.strides_bytes[1], 32u);
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "device_buffer.h"
 #include "device_nvfp4.h"
 #include "gpu_test.h"
 #include "kestrel/c_api.h"
+#include "kestrel/fp8_gemm.h"
 #include "kestrel/gemm.h"
 #include "kestrel/rowwise.h"
 #include "random.h"
@@ -306,6 +308,37 @@ TEST_P(CApiNvfp4Gpu, GroupedGemm) {
   ASSERT_TRUE(grouped_dual_gemm_nvfp4(av, w1, w2, groups, cv(f2), nullptr).ok());
   expect_same_bytes(f1, f2, "grouped dual_gemm on packed weights");
   expect_same_bytes(d1, f1, "grouped dual_gemm, packed against row-major");
+}
+
+// ---- FP8 GEMM + add ----
+
+TEST(CApiFp8Gpu, GemmAdd) {
+  KESTREL_REQUIRE_GPU();
+  constexpr int64_t kFp8N = 200;  // the C ABI's dense rows: N a multiple of 8
+  const DeviceBuffer a = DeviceBuffer::from(testing::random_e4m3(kL * kGemmM * kK, 31));
+  const DeviceBuffer b = DeviceBuffer::from(testing::random_e4m3(kL * kFp8N * kK, 32));
+  const DeviceBuffer r = DeviceBuffer::from(testing::random_bf16(kL * kGemmM * kFp8N, 33));
+  const size_t d_bytes = size_t(kL * kGemmM * kFp8N * 2);
+  auto v = [&](const DeviceBuffer& buf, DType t, int64_t rows, int64_t cols) {
+    return TensorView::dense(buf.get(), t, {kL, rows, cols});
+  };
+  const TensorView rv = v(r, DType::kBF16, kGemmM, kFp8N);
+  for (bool add : {true, false}) {
+    DeviceBuffer d1 = poisoned(d_bytes), d2 = poisoned(d_bytes);
+    ASSERT_EQ(kestrel_fp8_gemm_add(a.get(), b.get(), 0.37f, add ? r.get() : nullptr, d1.get(), kL,
+                                   kGemmM, kFp8N, kK, nullptr),
+              0)
+        << kestrel_last_error();
+    ASSERT_TRUE(fp8_gemm_add(v(a, DType::kE4M3, kGemmM, kK), v(b, DType::kE4M3, kFp8N, kK), 0.37f,
+                             add ? &rv : nullptr, v(d2, DType::kBF16, kGemmM, kFp8N), nullptr)
+                    .ok());
+    expect_same_bytes(d1, d2, add ? "fp8_gemm_add" : "fp8_gemm_add without r");
+  }
+  EXPECT_NE(kestrel_fp8_gemm_add(nullptr, b.get(), 1.0f, nullptr, r.get(), kL, kGemmM, kFp8N, kK,
+                                 nullptr),
+            0);
+  EXPECT_NE(std::string(kestrel_last_error()).find("a: is NULL"), std::string::npos)
+      << kestrel_last_error();
 }
 
 INSTANTIATE_TEST_SUITE_P(ScaleLayouts, CApiNvfp4Gpu,

@@ -97,6 +97,15 @@ CompareReport compare_bf16(const double* out, const double* ref, int64_t n) {
                [&](int64_t i) { return std::ldexp(std::fabs(ref[i]), -7) + 1e-6; });
 }
 
+CompareReport compare_fp8_gemm_add(const double* out, const double* ref, const double* acc,
+                                   const double* acc_abs, int64_t n) {
+  return judge(out, ref, n, "fp8 + add: |out-ref| <= 2^-7*(|acc|+|ref|) + 2^-10*sum|ab| + 1e-6",
+               [&](int64_t i) {
+                 return std::ldexp(std::fabs(acc[i]) + std::fabs(ref[i]), -7) +
+                        std::ldexp(acc_abs[i], -10) + 1e-6;
+               });
+}
+
 namespace {
 // RMS of the finite values of each row of `v` (n values, rows of row_len).
 std::vector<double> row_rms(const double* v, int64_t n, int64_t row_len) {
@@ -157,6 +166,15 @@ CompareReport compare_fp16(const std::vector<double>& out, const std::vector<dou
 CompareReport compare_bf16(const std::vector<double>& out, const std::vector<double>& ref) {
   if (out.size() != ref.size()) return size_mismatch(out.size(), ref.size());
   return compare_bf16(out.data(), ref.data(), int64_t(ref.size()));
+}
+CompareReport compare_fp8_gemm_add(const std::vector<double>& out, const std::vector<double>& ref,
+                                   const std::vector<double>& acc,
+                                   const std::vector<double>& acc_abs) {
+  if (out.size() != ref.size()) return size_mismatch(out.size(), ref.size());
+  if (acc.size() != ref.size()) return size_mismatch(acc.size(), ref.size());
+  if (acc_abs.size() != ref.size()) return size_mismatch(acc_abs.size(), ref.size());
+  return compare_fp8_gemm_add(out.data(), ref.data(), acc.data(), acc_abs.data(),
+                              int64_t(ref.size()));
 }
 CompareReport compare_fp32(const std::vector<double>& out, const std::vector<double>& ref,
                            double rtol, int64_t row_len) {

@@ -26,6 +26,18 @@ struct CompareReport {
 CompareReport compare_fp16(const double* out, const double* ref, int64_t n);
 // bf16 outputs, one bf16 rounding step: |out - ref| <= 2^-7 |ref| + 1e-6.
 CompareReport compare_bf16(const double* out, const double* ref, int64_t n);
+// bf16 outputs of the FP8 GEMM + add, bf16(bf16(acc) + r): one bf16 step
+// of each rounding, plus the e4m3 tensor cores' summation error. Hopper's
+// e4m3 wgmma aligns the terms of its sum to the largest and keeps about 14
+// bits (cuBLASLt's results carry the same error, to the bit: session 42).
+// Summed into fp32 every 128 of K, its worst seen was 2^-14.5 of acc_abs =
+// |alpha| sum |a b| on normal data and 2^-11 on magnitudes spread over
+// 2^-10 .. 448, where one product dwarfs the rest. The first term also
+// covers a bf16(acc) moved a step by the summation, which the add does
+// not shrink where r cancels acc:
+//   |out - ref| <= 2^-7 (|acc| + |ref|) + 2^-10 acc_abs + 1e-6.
+CompareReport compare_fp8_gemm_add(const double* out, const double* ref, const double* acc,
+                                   const double* acc_abs, int64_t n);
 // fp32 outputs: |out - ref| <= rtol * max(|ref|, rms(ref row)). The row's RMS is
 // a floor on the magnitude an element is judged against: fp32 kernels make
 // errors relative to the sizes they sum over (a softmax gradient that cancels
@@ -50,6 +62,9 @@ CompareReport compare_close(const double* out, const double* ref, int64_t n, dou
 // Vector forms; a size mismatch fails with rule "size mismatch".
 CompareReport compare_fp16(const std::vector<double>& out, const std::vector<double>& ref);
 CompareReport compare_bf16(const std::vector<double>& out, const std::vector<double>& ref);
+CompareReport compare_fp8_gemm_add(const std::vector<double>& out, const std::vector<double>& ref,
+                                   const std::vector<double>& acc,
+                                   const std::vector<double>& acc_abs);
 CompareReport compare_fp32(const std::vector<double>& out, const std::vector<double>& ref,
                            double rtol = 1e-5, int64_t row_len = 0);
 CompareReport compare_relative(const std::vector<double>& out, const std::vector<double>& ref,

@@ -1,0 +1,233 @@
+// FP8 (e4m3) GEMM with a fused bf16 add on Hopper tensor cores:
+//
+//   D[l][m][n] = bf16( bf16(alpha * sum_k A[l][m][k] * B[l][n][k]) + R[l][m][n] )
+//
+// (HAS_R false: D = bf16(alpha * A B^T).) A and B are K-major, so both reach
+// wgmma from shared memory through descriptors (e4m3 wgmma takes no other
+// layout) and nothing is converted on the way.
+//
+// Stages (ThunderKittens-style roles), one CTA per SM, persistent over tiles
+// of 128 x BN outputs:
+//  - producer warp: TMA loads of A (128 rows x 128 B) and B (BN rows x 128 B),
+//    128-byte swizzled, into a STAGES-deep mbarrier ring; and, once a
+//    consumer warpgroup has started a tile, that tile's R rows into the
+//    warpgroup's output buffer, so R arrives during the K loop;
+//  - two consumer warpgroups, 64 rows of the tile each: four m64nBNk32
+//    wgmmas a stage into a stage sum, added to the tile's fp32 sum in
+//    registers (exact to fp32 rounding, which e4m3 wgmma alone is not);
+//  - epilogue, per warpgroup: alpha * acc rounded to bf16, plus R read from
+//    the output buffer, rounded again, written back in place (the same
+//    thread reads and writes each element), then TMA stores of the buffer.
+//    The store is waited for only once the next tile's first wgmmas are
+//    issued, when the buffer is handed back to the producer for the next R.
+// The output buffer holds BN / 64 chunks of 64 rows x 64 bf16 in the
+// 128-byte swizzle of their TMA maps, which also spreads the accumulator
+// layout's 8 rows a warp touches over all 32 banks.
+#pragma once
+#include <cuda_bf16.h>
+
+#include "common/tma_pipeline.cuh"
+#include "common/wgmma_fp8.cuh"
+
+namespace kestrel {
+
+struct Fp8GemmParams {
+  int m, n, k;
+  int batches;  // L
+  float alpha;
+  int raster_rows;  // row tiles per raster group (L2 reuse of B across a group's rows)
+};
+
+namespace fp8_gemm {
+
+constexpr int kBM = 128;  // rows of A per tile: two consumer warpgroups x 64
+constexpr int kBK = 128;  // K per stage: one 128-byte swizzle row of e4m3
+constexpr int kAStageBytes = kBM * kBK;
+constexpr int kChunkCols = 64;                    // bf16 columns per output chunk (128 B)
+constexpr int kChunkBytes = 64 * kChunkCols * 2;  // 64 rows of a warpgroup
+
+template <int BN>
+struct Smem {
+  static constexpr int kBStageBytes = BN * kBK;
+  static constexpr int kStageBytes = kAStageBytes + kBStageBytes;
+  static constexpr int kOutBytes = 64 * BN * 2;  // one warpgroup's rows of D (and R)
+};
+
+// Tile t of the persistent order: batch, then groups of raster_rows row
+// tiles, each group's tiles column by column, so the CTAs running at once
+// share B's column tiles across a few row tiles in L2.
+__device__ __forceinline__ int3 tile_coords(const Fp8GemmParams& p, int tiles_m, int tiles_n,
+                                            int t) {
+  const int per_batch = tiles_m * tiles_n;
+  const int l = t / per_batch, u = t % per_batch;
+  const int group = u / (p.raster_rows * tiles_n);
+  const int first = group * p.raster_rows;
+  const int rows = min(p.raster_rows, tiles_m - first);
+  const int within = u - group * p.raster_rows * tiles_n;
+  return make_int3(first + within % rows, within / rows, l);  // (row tile, column tile, batch)
+}
+
+// Byte offset of bf16 column `col` (even) of row `row` in a warpgroup's
+// output buffer: chunk col / 64, 16-byte unit XOR row % 8 (128-byte swizzle).
+__device__ __forceinline__ int out_offset(int row, int col) {
+  const int chunk = col / kChunkCols, in_row = (col % kChunkCols) * 2;
+  return chunk * kChunkBytes + row * 128 + (((in_row / 16) ^ (row % 8)) * 16) + in_row % 16;
+}
+
+}  // namespace fp8_gemm
+
+template <int BN, int STAGES, bool HAS_R>
+__global__ void __launch_bounds__(384, 1)
+    fp8_gemm_kernel(const __grid_constant__ TmaMap tmap_a, const __grid_constant__ TmaMap tmap_b,
+                    const __grid_constant__ TmaMap tmap_r, const __grid_constant__ TmaMap tmap_d,
+                    const __grid_constant__ Fp8GemmParams p) {
+  using namespace fp8_gemm;
+  using S = Smem<BN>;
+  static_assert(BN % kChunkCols == 0 && BN <= 192,
+                "tiles of 64..192 columns, whole chunks (two accumulator sets fit up to 192)");
+  constexpr int kAcc = BN / 2;
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
+  uint8_t* ring = smem;                           // [STAGES][A 128 x 128 B | B BN x 128 B]
+  uint8_t* out = smem + STAGES * S::kStageBytes;  // [2 warpgroups][BN / 64 chunks][64 x 128 B]
+  uint64_t* full = reinterpret_cast<uint64_t*>(out + 2 * S::kOutBytes);
+  uint64_t* empty = full + STAGES;
+  uint64_t* r_full = empty + STAGES;  // [2]: a warpgroup's R rows have landed
+  uint64_t* out_free = r_full + 2;    // [2]: its buffer's last store has left shared memory
+
+  const int tiles_m = (p.m + kBM - 1) / kBM, tiles_n = (p.n + BN - 1) / BN;
+  const int tiles = tiles_m * tiles_n * p.batches;
+  const int k_stages = (p.k + kBK - 1) / kBK;
+  const int wg = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], 2);  // one arrival per consumer warpgroup
+    }
+    for (int w = 0; w < 2; ++w) {
+      ptx::mbar_init(&r_full[w], 1);
+      ptx::mbar_init(&out_free[w], 1);
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---- producer ----
+    ptx::setmaxnreg_dec<40>();
+    if (threadIdx.x != 0) return;
+    ptx::prefetch_tma_map(&tmap_a);
+    ptx::prefetch_tma_map(&tmap_b);
+    if constexpr (HAS_R) ptx::prefetch_tma_map(&tmap_r);
+    ptx::prefetch_tma_map(&tmap_d);
+    // R goes out once the ring holds the tile's first stages and the
+    // consumers have started it (they free the buffer then): a whole K
+    // loop ahead of the epilogue that reads it.
+    const int r_after = min(STAGES, k_stages) - 1;
+    int r = 0;  // ring position over the CTA's tiles
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++it) {
+      const int3 tc = tile_coords(p, tiles_m, tiles_n, t);
+      for (int kb = 0; kb < k_stages; ++kb, ++r) {
+        const int s = r % STAGES;
+        ptx::mbar_wait(&empty[s], ((r / STAGES) + 1) & 1);
+        uint8_t* stage = ring + s * S::kStageBytes;
+        ptx::mbar_arrive_expect_tx(&full[s], S::kStageBytes);
+        ptx::tma_load_3d(stage, &tmap_a, &full[s], kb * kBK, tc.x * kBM, tc.z);
+        ptx::tma_load_3d(stage + kAStageBytes, &tmap_b, &full[s], kb * kBK, tc.y * BN, tc.z);
+        if (HAS_R && kb == r_after) {
+          for (int w = 0; w < 2; ++w) {
+            ptx::mbar_wait(&out_free[w], it & 1);
+            ptx::mbar_arrive_expect_tx(&r_full[w], S::kOutBytes);
+            for (int c = 0; c < BN / kChunkCols; ++c)
+              ptx::tma_load_3d(out + w * S::kOutBytes + c * kChunkBytes, &tmap_r, &r_full[w],
+                               tc.y * BN + c * kChunkCols, tc.x * kBM + w * 64, tc.z);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- consumers ----
+  ptx::setmaxnreg_inc<232>();
+  const int cw = wg - 1;  // rows 64 cw .. of the tile
+  const bool lead = threadIdx.x % 128 == 0;
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  uint8_t* my_out = out + cw * S::kOutBytes;
+  // e4m3 wgmma keeps only about 14 bits of its running sum (measured here:
+  // sums over K = 512 already miss the float64 reference by more than a
+  // bf16 step), so each stage's four wgmmas sum into `part`, which fp32
+  // adds then fold into `acc` (DeepGEMM's promotion, at every 128 of K).
+  // The other consumer warpgroup's wgmmas keep the tensor cores busy
+  // meanwhile.
+  float acc[kAcc], part[kAcc];
+  int r = 0, it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++it) {
+    const int3 tc = tile_coords(p, tiles_m, tiles_n, t);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+    for (int kb = 0; kb < k_stages; ++kb, ++r) {
+      const int s = r % STAGES;
+      ptx::mbar_wait(&full[s], (r / STAGES) & 1);
+      const uint8_t* stage = ring + s * S::kStageBytes;
+      const uint64_t desc_a = ptx::smem_desc_sw128(stage + cw * 64 * kBK);
+      const uint64_t desc_b = ptx::smem_desc_sw128(stage + kAStageBytes);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 32;
+           ++kk)  // 32 bytes along the swizzled row: +2 in the descriptor
+        wgmma::SSFp8<BN>::mma(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
+      ptx::wgmma_commit();
+      if (kb == 0 && lead) {
+        // The previous tile's store has read the buffer: hand it back for R
+        // (or, without R, for this tile's epilogue writes).
+        ptx::bulk_wait_read<0>();
+        if constexpr (HAS_R) ptx::mbar_arrive(&out_free[cw]);
+      }
+      ptx::wgmma_wait<0>();
+      ptx::fence_regs(part);
+      if (lead) ptx::mbar_arrive(&empty[s]);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[i] += part[i];
+    }
+
+    // ---- epilogue ----
+    if constexpr (HAS_R) {
+      ptx::mbar_wait(&r_full[cw], it & 1);
+    } else {
+      ptx::named_barrier(1 + cw, 128);  // the lead's wait for the last store is behind it
+    }
+    const int row0 = warp * 16 + lane / 4, col0 = (lane % 4) * 2;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int off = out_offset(row0 + 8 * h, j * 8 + col0);
+        __nv_bfloat162 v =
+            __floats2bfloat162_rn(p.alpha * acc[4 * j + 2 * h], p.alpha * acc[4 * j + 2 * h + 1]);
+        if constexpr (HAS_R) {
+          // fp32 holds the sum of two bf16 values closely enough that one
+          // rounding to bf16 after it is the correctly rounded sum.
+          const float2 a = __bfloat1622float2(v);
+          const float2 b =
+              __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(my_out + off));
+          v = __floats2bfloat162_rn(a.x + b.x, a.y + b.y);
+        }
+        *reinterpret_cast<__nv_bfloat162*>(my_out + off) = v;
+      }
+    }
+    ptx::fence_proxy_async_smem();
+    ptx::named_barrier(1 + cw, 128);
+    if (lead) {
+      for (int c = 0; c < BN / kChunkCols; ++c)
+        ptx::tma_store_3d(&tmap_d, my_out + c * kChunkBytes, tc.y * BN + c * kChunkCols,
+                          tc.x * kBM + cw * 64, tc.z);
+      ptx::bulk_commit();
+    }
+  }
+  if (lead) ptx::bulk_wait_all();
+}
+
+}  // namespace kestrel

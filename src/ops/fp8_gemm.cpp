@@ -1,0 +1,245 @@
+// Host side of the FP8 GEMM with a fused add: validate, choose a
+// configuration, build the TMA maps, launch kernels/fp8_gemm.cuh.
+#include "kestrel/fp8_gemm.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "ops/fp8_gemm_kernel.h"
+#include "ops/gemm_common.h"
+#include "ops/tma_views.h"
+#include "ops/validate.h"
+#include "runtime/device.h"
+#include "runtime/launcher.h"
+#include "runtime/tma.h"
+
+namespace kestrel {
+namespace {
+
+struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cuh
+  int m, n, k;
+  int batches;
+  float alpha;
+  int raster_rows;
+};
+
+// kernels/fp8_gemm.cuh: a tile's rows, the K of a stage, the consumer
+// warpgroups' output buffers (bf16, 128 rows of the tile), its barriers.
+constexpr int kBM = 128, kBK = 128;
+constexpr int kThreads = 384;
+const int kBlockNs[] = {64, 128, 192};
+
+struct Fp8Shape {
+  int64_t batches, m, n, k;
+};
+
+Status check_operand(const TensorView& t, DType dtype, const char* name) {
+  KESTREL_RETURN_IF_ERROR(ops::check_dtype(t, {dtype}, name));
+  KESTREL_RETURN_IF_ERROR(ops::check_rank(t, 2, 3, name));
+  KESTREL_RETURN_IF_ERROR(ops::check_not_null(t, name));
+  KESTREL_RETURN_IF_ERROR(ops::check_row_major(t, name));
+  // TMA: a 16-byte aligned base and row (and batch) strides.
+  return ops::check_aligned(t, 16, name);
+}
+
+// The bytes [first, last] of a [L][rows][cols] view.
+std::pair<uintptr_t, uintptr_t> byte_span(const TensorView& t) {
+  const ops::Shape3 s = ops::shape3(t);
+  const int es = dtype_size(t.dtype);
+  const auto first = reinterpret_cast<uintptr_t>(t.data);
+  return {first,
+          first +
+              uintptr_t(((s.batches - 1) * s.batch_stride + (s.rows - 1) * s.row_stride + s.cols) *
+                        es) -
+              1};
+}
+
+bool overlaps(const TensorView& x, const TensorView& y) {
+  if (x.numel() == 0 || y.numel() == 0) return false;
+  const auto [x0, x1] = byte_span(x);
+  const auto [y0, y1] = byte_span(y);
+  return x0 <= y1 && y0 <= x1;
+}
+
+Status validate(const TensorView& a, const TensorView& b, const TensorView* r, const TensorView& d,
+                Fp8Shape* s) {
+  KESTREL_RETURN_IF_ERROR(check_operand(a, DType::kE4M3, "a"));
+  KESTREL_RETURN_IF_ERROR(check_operand(b, DType::kE4M3, "b"));
+  KESTREL_RETURN_IF_ERROR(check_operand(d, DType::kBF16, "d"));
+  const ops::Shape3 sa = ops::shape3(a), sb = ops::shape3(b), sd = ops::shape3(d);
+  if (sb.cols != sa.cols)
+    return Status::InvalidArgument("b: K (last dim) must equal a's, got " + b.describe() + " vs " +
+                                   a.describe());
+  if (sb.batches != sa.batches || sd.batches != sa.batches)
+    return Status::InvalidArgument("b, d: batch count L must equal a's: a " + a.describe() +
+                                   ", b " + b.describe() + ", d " + d.describe());
+  if (sd.rows != sa.rows || sd.cols != sb.rows)
+    return Status::InvalidArgument("d: shape must be [L][M][N] = [" + std::to_string(sa.batches) +
+                                   "][" + std::to_string(sa.rows) + "][" + std::to_string(sb.rows) +
+                                   "], got " + d.describe());
+  if (r) {
+    KESTREL_RETURN_IF_ERROR(check_operand(*r, DType::kBF16, "r"));
+    const ops::Shape3 sr = ops::shape3(*r);
+    if (sr.batches != sd.batches || sr.rows != sd.rows || sr.cols != sd.cols)
+      return Status::InvalidArgument("r: shape must equal d's, got " + r->describe() + " vs " +
+                                     d.describe());
+    // A tile's R lands before its D leaves, so r may be d itself; other
+    // overlaps would read another tile's D.
+    const bool same = r->data == d.data && sr.row_stride == sd.row_stride &&
+                      (sr.batches == 1 || sr.batch_stride == sd.batch_stride);
+    if (!same && overlaps(*r, d))
+      return Status::InvalidArgument("r: must be d itself or not overlap it, got " + r->describe() +
+                                     " and d " + d.describe());
+  }
+  if (sa.rows > 0 && sb.rows > 0) KESTREL_RETURN_IF_ERROR(ops::check_positive(sa.cols, "a: K"));
+  // TMA stores clip at 16 bytes, not at the element: D's rows must end on one.
+  if (sb.rows % 8 != 0)
+    return Status::InvalidArgument(
+        "b: N (rows) must be a multiple of 8 (d's rows end on 16 "
+        "bytes), got " +
+        std::to_string(sb.rows));
+  const int64_t lim = std::numeric_limits<int32_t>::max();
+  for (auto [v, name] : {std::pair<int64_t, const char*>{sa.rows, "a: M"},
+                         {sb.rows, "b: N"},
+                         {sa.cols, "a: K"},
+                         {sa.batches, "a: L"}})
+    KESTREL_RETURN_IF_ERROR(ops::check_at_most(v, lim, name, "32-bit TMA coordinates"));
+  *s = {sa.batches, sa.rows, sb.rows, sa.cols};
+  // The kernel counts tiles (of at least 128 x 64) in 32 bits.
+  if (ops::ceil_div(s->m, 128) * ops::ceil_div(s->n, 64) * s->batches > lim)
+    return Status::InvalidArgument("a, b: L x M x N must be under 2^31 tiles of 128 x 64, got " +
+                                   a.describe() + " x " + b.describe());
+  return Status::Ok();
+}
+
+// [L][rows][cols] of `t` in boxes of box_cols x box_rows, 128-byte swizzled.
+Status make_map(const TensorView& t, CUtensorMapDataType dtype, uint32_t box_cols,
+                uint32_t box_rows, CUtensorMap* out) {
+  rt::TmaMapSpec spec = ops::rows_spec(t, dtype, box_cols, box_rows);
+  spec.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  return rt::make_tma_map(t.data, spec, out);
+}
+
+int64_t tiles_of(const Fp8Shape& s, int block_n) {
+  return ops::ceil_div(s.m, kBM) * ops::ceil_div(s.n, block_n) * s.batches;
+}
+
+Status check_config(const Fp8GemmConfig& c, const rt::DeviceInfo* dev) {
+  if (std::find(std::begin(kBlockNs), std::end(kBlockNs), c.block_n) == std::end(kBlockNs))
+    return Status::InvalidArgument("config: block_n must be 64, 128 or 192, got " +
+                                   std::to_string(c.block_n));
+  if (c.stages < 2)
+    return Status::InvalidArgument("config: stages must be at least 2, got " +
+                                   std::to_string(c.stages));
+  if (c.raster_rows < 1)
+    return Status::InvalidArgument("config: raster_rows must be positive, got " +
+                                   std::to_string(c.raster_rows));
+  const int smem = ops::fp8_gemm_smem_bytes(c.block_n, c.stages);
+  if (smem > std::min(dev->max_smem_per_block_optin, ops::kGemmSmemLimit))
+    return Status::InvalidArgument("config: " + c.describe() + " needs " + std::to_string(smem) +
+                                   " bytes of shared memory, more than the GPU allows");
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace ops {
+
+rt::KernelSpec fp8_gemm_kernel_spec(const Fp8GemmConfig& cfg, bool has_r) {
+  return {"fp8_gemm.cuh",
+          "kestrel::fp8_gemm_kernel<" + std::to_string(cfg.block_n) + ", " +
+              std::to_string(cfg.stages) + ", " + (has_r ? "true" : "false") + ">",
+          {}};
+}
+
+int fp8_gemm_smem_bytes(int block_n, int stages) {
+  const int stage = kBM * kBK + block_n * kBK;
+  const int out = 2 * 64 * block_n * 2;
+  const int barriers = (2 * stages + 4) * 8;
+  return 1024 /* alignment slack */ + stages * stage + out + barriers;
+}
+
+int fp8_gemm_max_stages(int block_n) {
+  int s = 2;
+  while (fp8_gemm_smem_bytes(block_n, s + 1) <= kGemmSmemLimit) ++s;
+  return s;
+}
+
+}  // namespace ops
+
+std::string Fp8GemmConfig::describe() const {
+  return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " r" +
+         std::to_string(raster_rows);
+}
+
+std::vector<Fp8GemmConfig> fp8_gemm_config_space() {
+  std::vector<Fp8GemmConfig> out;
+  for (int bn : kBlockNs)
+    for (int s = 2; s <= ops::fp8_gemm_max_stages(bn); ++s)
+      for (int r : {1, 4, 8, 16}) out.push_back({bn, s, r});
+  return out;
+}
+
+Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
+                                      int sm_count) {
+  (void)k;
+  // The tile width whose waves of tiles take least, a wave costing bn + 40:
+  // a narrow tile runs its MMAs less efficiently (more A bytes per output,
+  // the same fixed costs). Measured (session 42, 8192^3 + R, H100): bn192
+  // 791 us, bn128 885; the rule's picks were the fastest widths that
+  // `kestrel tune` found at 4096^3 (bn128), M128 N8192 K8192 (bn64) and
+  // M4096 N7168 K18432 (bn192).
+  const Fp8Shape s{batches, m, n, 0};
+  Fp8GemmConfig best;
+  double best_cost = 0;
+  for (int bn : kBlockNs) {
+    const int64_t waves = ops::ceil_div(tiles_of(s, bn), sm_count);
+    const double cost = double(waves) * (bn + 40);
+    if (best_cost == 0 || cost < best_cost) {
+      best_cost = cost;
+      best.block_n = bn;
+    }
+  }
+  best.stages = ops::fp8_gemm_max_stages(best.block_n);
+  return best;
+}
+
+Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const TensorView* r,
+                    const TensorView& d, cudaStream_t stream, const Fp8GemmConfig* config) {
+  Fp8Shape s;
+  KESTREL_RETURN_IF_ERROR(validate(a, b, r, d, &s));
+  const rt::DeviceInfo* dev = nullptr;
+  KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+  if (config) KESTREL_RETURN_IF_ERROR(check_config(*config, dev));
+  if (s.m == 0 || s.n == 0 || s.batches == 0) return Status::Ok();
+  if (!dev->is_hopper())
+    return Status::Unsupported("fp8_gemm_add needs an sm_90 GPU (wgmma), this GPU is " +
+                               dev->arch());
+  const Fp8GemmConfig cfg =
+      config ? *config : fp8_gemm_default_config(s.m, s.n, s.k, s.batches, dev->sm_count);
+
+  CUtensorMap map_a, map_b, map_r, map_d;
+  KESTREL_RETURN_IF_ERROR(make_map(a, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, kBM, &map_a));
+  KESTREL_RETURN_IF_ERROR(
+      make_map(b, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, uint32_t(cfg.block_n), &map_b));
+  // R and D move in chunks of 64 rows x 64 columns (one 128-byte swizzle row).
+  KESTREL_RETURN_IF_ERROR(make_map(d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, 64, &map_d));
+  if (r) {
+    KESTREL_RETURN_IF_ERROR(make_map(*r, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, 64, &map_r));
+  } else {
+    map_r = map_d;  // unused
+  }
+  const Fp8GemmParams p{int(s.m), int(s.n), int(s.k), int(s.batches), alpha, cfg.raster_rows};
+
+  rt::Kernel kernel;
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::fp8_gemm_kernel_spec(cfg, r != nullptr), &kernel));
+  rt::LaunchShape ls;
+  ls.grid = dim3(unsigned(std::min<int64_t>(tiles_of(s, cfg.block_n), dev->sm_count)));
+  ls.block = dim3(kThreads);
+  ls.smem_bytes = size_t(ops::fp8_gemm_smem_bytes(cfg.block_n, cfg.stages));
+  return kernel(ls, stream, map_a, map_b, map_r, map_d, p);
+}
+
+}  // namespace kestrel
