@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-out}
 mkdir -p "$OUT"
-SUITE="seeds nvfp4 codec8k" SANITIZE=1 BENCH=1 TESTS=1 TORCH=0
+SUITE="seeds nvfp4 codec8k fp8" SANITIZE=1 BENCH=1 TESTS=1 TORCH=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;
@@ -75,7 +75,7 @@ fi
 if [ "$SANITIZE" = 1 ] && [ -x build/kestrel_gpu_tests ]; then
   # Small shapes only: the sanitizers slow kernels down 10-100x.
   # Edge shapes only (gtest filters know * and ?: case1? is case10..case19).
-  small='*Args*:*Golden*:Shapes/Nvfp4CodecGpu.*/?:Shapes/GemvGpu.*/case1?:Shapes/GemmGpu.*/case1?:Shapes/DualGemmGpu.*/case1?:Shapes/GroupedGemmGpu.*:RowwiseSmall*:*StreamPeer*'
+  small='*Args*:*Golden*:Shapes/Nvfp4CodecGpu.*/?:Shapes/GemvGpu.*/case1?:Shapes/GemmGpu.*/case1?:Shapes/DualGemmGpu.*/case1?:Shapes/GroupedGemmGpu.*:Shapes/Fp8GemmGpu.*/case?:Fp8GemmGpuEdges.InPlaceResidual:RowwiseSmall*:*StreamPeer*'
   for tool in memcheck racecheck; do
     t0=$SECONDS
     compute-sanitizer --tool "$tool" --error-exitcode 9 build/kestrel_gpu_tests \
