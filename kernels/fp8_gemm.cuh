@@ -15,6 +15,8 @@
 //  - two consumer warpgroups, 64 rows of the tile each: four m64nBNk32
 //    wgmmas a stage into a stage sum, added to the tile's fp32 sum in
 //    registers (exact to fp32 rounding, which e4m3 wgmma alone is not);
+//    up to 128 columns, two stage sums, the next stage's wgmmas issued
+//    before the last one's is added;
 //  - epilogue, per warpgroup: alpha * acc rounded to bf16, plus R read from
 //    the output buffer, rounded again, written back in place (the same
 //    thread reads and writes each element), then TMA stores of the buffer.
@@ -162,35 +164,76 @@ __global__ void __launch_bounds__(384, 1)
   // adds then fold into `acc` (DeepGEMM's promotion, at every 128 of K).
   // The other consumer warpgroup's wgmmas keep the tensor cores busy
   // meanwhile.
-  float acc[kAcc], part[kAcc];
+  // Up to 128 columns a second `part` fits (64 + 2 x 64 registers): the
+  // warpgroup issues stage s + 1 before it folds stage s, so its own
+  // wgmmas queue back to back instead of waiting out each fold.
+  constexpr bool kTwoParts = BN <= 128;
+  float acc[kAcc], part[kAcc], part2[kTwoParts ? kAcc : 1];
+  // Ring position rr's four wgmmas into d (d's previous sum discarded).
+  auto issue = [&](int rr, float(&d)[kAcc]) {
+    const int s = rr % STAGES;
+    ptx::mbar_wait(&full[s], (rr / STAGES) & 1);
+    const uint8_t* stage = ring + s * S::kStageBytes;
+    const uint64_t desc_a = ptx::smem_desc_sw128(stage + cw * 64 * kBK);
+    const uint64_t desc_b = ptx::smem_desc_sw128(stage + kAStageBytes);
+    ptx::wgmma_fence();
+    // 32 bytes of K along the swizzled row: +2 in the descriptor.
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk)
+      wgmma::SSFp8<BN>::mma(d, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
+    ptx::wgmma_commit();
+  };
+  // Once ring position rr's wgmmas into d are done: free the stage, add d.
+  auto fold = [&](int rr, float(&d)[kAcc]) {
+    ptx::fence_regs(d);
+    if (lead) ptx::mbar_arrive(&empty[rr % STAGES]);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] += d[i];
+  };
+  // After the tile's first wgmmas: the previous tile's store has read the
+  // buffer, which goes back for R (or, without R, this tile's epilogue).
+  auto hand_back_out = [&]() {
+    if (!lead) return;
+    ptx::bulk_wait_read<0>();
+    if constexpr (HAS_R) ptx::mbar_arrive(&out_free[cw]);
+  };
   int r = 0, it = 0;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++it) {
     const int3 tc = tile_coords(p, tiles_m, tiles_n, t);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
-    for (int kb = 0; kb < k_stages; ++kb, ++r) {
-      const int s = r % STAGES;
-      ptx::mbar_wait(&full[s], (r / STAGES) & 1);
-      const uint8_t* stage = ring + s * S::kStageBytes;
-      const uint64_t desc_a = ptx::smem_desc_sw128(stage + cw * 64 * kBK);
-      const uint64_t desc_b = ptx::smem_desc_sw128(stage + kAStageBytes);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 32;
-           ++kk)  // 32 bytes along the swizzled row: +2 in the descriptor
-        wgmma::SSFp8<BN>::mma(part, desc_a + 2 * kk, desc_b + 2 * kk, kk > 0);
-      ptx::wgmma_commit();
-      if (kb == 0 && lead) {
-        // The previous tile's store has read the buffer: hand it back for R
-        // (or, without R, for this tile's epilogue writes).
-        ptx::bulk_wait_read<0>();
-        if constexpr (HAS_R) ptx::mbar_arrive(&out_free[cw]);
+    if constexpr (kTwoParts) {
+      // part holds stage kb's sums in flight at the top of each pair.
+      issue(r, part);
+      hand_back_out();
+      int kb = 0;
+      for (; kb + 2 < k_stages; kb += 2, r += 2) {
+        issue(r + 1, part2);
+        ptx::wgmma_wait<1>();
+        fold(r, part);
+        issue(r + 2, part);
+        ptx::wgmma_wait<1>();
+        fold(r + 1, part2);
       }
-      ptx::wgmma_wait<0>();
-      ptx::fence_regs(part);
-      if (lead) ptx::mbar_arrive(&empty[s]);
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[i] += part[i];
+      if (kb + 1 < k_stages) {
+        issue(r + 1, part2);
+        ptx::wgmma_wait<1>();
+        fold(r, part);
+        ptx::wgmma_wait<0>();
+        fold(r + 1, part2);
+        r += 2;
+      } else {
+        ptx::wgmma_wait<0>();
+        fold(r, part);
+        r += 1;
+      }
+    } else {
+      for (int kb = 0; kb < k_stages; ++kb, ++r) {
+        issue(r, part);
+        if (kb == 0) hand_back_out();
+        ptx::wgmma_wait<0>();
+        fold(r, part);
+      }
     }
 
     // ---- epilogue ----
