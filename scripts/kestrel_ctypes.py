@@ -242,8 +242,8 @@ def grouped_gemm(lib, a, b, ends, b2=None, out_dtype=torch.bfloat16):
 
 def fp8_gemm_add(lib, a, b, alpha=1.0, r=None):
     """d = bf16(bf16(alpha a b^T) + r): a [L][M][K] (or [M][K]) and b [L][N][K]
-    torch.float8_e4m3fn, r bf16 [L][M][N] or None (no add); r may be d's
-    buffer to add in place (then pass it and use the result)."""
+    torch.float8_e4m3fn, r bf16 [L][M][N] or None (no add); d is a new
+    tensor (the C call itself also takes r == d, an in-place add)."""
     squeeze = a.dim() == 2
     a3, b3 = (a[None], b[None]) if squeeze else (a, b)
     batches, m, k = a3.shape

@@ -37,9 +37,6 @@ Status read_shape(const Params& p, Fp8Shape* s) {
     return Status::InvalidArgument("m, n, l: must be at least 1");
   if (s->k < 16 || s->k % 16 != 0)
     return Status::InvalidArgument("k: must be a positive multiple of 16, got " + p.text("k"));
-  if (s->n % 8 != 0)
-    return Status::InvalidArgument("n: must be a multiple of 8 (dense bf16 rows), got " +
-                                   p.text("n"));
   return Status::Ok();
 }
 

@@ -25,8 +25,8 @@ struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cu
   int raster_rows;
 };
 
-// kernels/fp8_gemm.cuh: a tile's rows, the K of a stage, the consumer
-// warpgroups' output buffers (bf16, 128 rows of the tile), its barriers.
+// kernels/fp8_gemm.cuh: a tile's rows, the K of a stage, its threads (a
+// producer and two consumer warpgroups), the tile widths it compiles for.
 constexpr int kBM = 128, kBK = 128;
 constexpr int kThreads = 384;
 const int kBlockNs[] = {64, 128, 192};
@@ -34,6 +34,10 @@ const int kBlockNs[] = {64, 128, 192};
 struct Fp8Shape {
   int64_t batches, m, n, k;
 };
+
+int64_t tiles_of(const Fp8Shape& s, int block_n) {
+  return ops::ceil_div(s.m, kBM) * ops::ceil_div(s.n, block_n) * s.batches;
+}
 
 Status check_operand(const TensorView& t, DType dtype, const char* name) {
   KESTREL_RETURN_IF_ERROR(ops::check_dtype(t, {dtype}, name));
@@ -97,8 +101,7 @@ Status validate(const TensorView& a, const TensorView& b, const TensorView* r, c
   // TMA stores clip at 16 bytes, not at the element: D's rows must end on one.
   if (sb.rows % 8 != 0)
     return Status::InvalidArgument(
-        "b: N (rows) must be a multiple of 8 (d's rows end on 16 "
-        "bytes), got " +
+        "b: N (rows) must be a multiple of 8 (d's rows end on 16 bytes), got " +
         std::to_string(sb.rows));
   const int64_t lim = std::numeric_limits<int32_t>::max();
   for (auto [v, name] : {std::pair<int64_t, const char*>{sa.rows, "a: M"},
@@ -107,8 +110,8 @@ Status validate(const TensorView& a, const TensorView& b, const TensorView* r, c
                          {sa.batches, "a: L"}})
     KESTREL_RETURN_IF_ERROR(ops::check_at_most(v, lim, name, "32-bit TMA coordinates"));
   *s = {sa.batches, sa.rows, sb.rows, sa.cols};
-  // The kernel counts tiles (of at least 128 x 64) in 32 bits.
-  if (ops::ceil_div(s->m, 128) * ops::ceil_div(s->n, 64) * s->batches > lim)
+  // The kernel counts tiles (the narrowest: 128 x 64) in 32 bits.
+  if (tiles_of(*s, kBlockNs[0]) > lim)
     return Status::InvalidArgument("a, b: L x M x N must be under 2^31 tiles of 128 x 64, got " +
                                    a.describe() + " x " + b.describe());
   return Status::Ok();
@@ -120,10 +123,6 @@ Status make_map(const TensorView& t, CUtensorMapDataType dtype, uint32_t box_col
   rt::TmaMapSpec spec = ops::rows_spec(t, dtype, box_cols, box_rows);
   spec.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
   return rt::make_tma_map(t.data, spec, out);
-}
-
-int64_t tiles_of(const Fp8Shape& s, int block_n) {
-  return ops::ceil_div(s.m, kBM) * ops::ceil_div(s.n, block_n) * s.batches;
 }
 
 Status check_config(const Fp8GemmConfig& c, const rt::DeviceInfo* dev) {
@@ -188,7 +187,7 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   // The tile width whose waves of tiles take least, a wave costing bn + 40:
   // a narrow tile runs its MMAs less efficiently (more A bytes per output,
   // the same fixed costs). Measured (session 42, 8192^3 + R, H100): bn192
-  // 791 us, bn128 885; the rule's picks were the fastest widths that
+  // 808 us, bn128 844; the rule's picks were the fastest widths that
   // `kestrel tune` found at 4096^3 (bn128), M128 N8192 K8192 (bn64) and
   // M4096 N7168 K18432 (bn192).
   const Fp8Shape s{batches, m, n, 0};
