@@ -17,6 +17,11 @@
 //    registers (exact to fp32 rounding, which e4m3 wgmma alone is not);
 //    up to 128 columns, two stage sums, the next stage's wgmmas issued
 //    before the last one's is added;
+//  - tail split: where the tiles leave the last wave partial, each of its
+//    tiles is cut into tail_parts ranges of K run by different CTAs (the
+//    SMs the partial wave would leave idle); a part leaves its fp32 sums in
+//    an L2 slot and the last part of a tile to arrive adds the slots in
+//    part order (the same sums whichever arrives last) before its epilogue;
 //  - epilogue, per warpgroup: alpha * acc rounded to bf16, plus R read from
 //    the output buffer, rounded again, written back in place (the same
 //    thread reads and writes each element), then TMA stores of the buffer.
@@ -38,6 +43,10 @@ struct Fp8GemmParams {
   int batches;  // L
   float alpha;
   int raster_rows;  // row tiles per raster group (L2 reuse of B across a group's rows)
+  int tail_begin;   // the first tile cut into parts (tiles when none is)
+  int tail_parts;   // K ranges per tail tile (1: no tail split)
+  float* partial;   // [tail tiles][tail_parts][2 warpgroups][BN / 8][128] float4 slots
+  unsigned* arrivals;  // [tail tiles][2 warpgroups], zero between calls
 };
 
 namespace fp8_gemm {
@@ -69,6 +78,30 @@ __device__ __forceinline__ int3 tile_coords(const Fp8GemmParams& p, int tiles_m,
   return make_int3(first + within % rows, within / rows, l);  // (row tile, column tile, batch)
 }
 
+// One tile, or one K range of a tail tile (part >= 0), of a CTA's work.
+struct WorkItem {
+  int tile, kb_begin, kb_end, part;
+};
+
+// A CTA's work: whole tiles blockIdx.x, + gridDim.x, ... before tail_begin,
+// then, with a tail split, part blockIdx.x % tail_parts of tail tile
+// tail_begin + blockIdx.x / tail_parts. (The host sizes the grid to the SMs
+// when there are whole tiles, so they come in whole waves.)
+struct CtaWork {
+  int whole, count;
+  __device__ __forceinline__ CtaWork(const Fp8GemmParams& p, int tiles) {
+    const int b = blockIdx.x;
+    whole = b < p.tail_begin ? (p.tail_begin - b + gridDim.x - 1) / gridDim.x : 0;
+    count = whole + (b < (tiles - p.tail_begin) * p.tail_parts ? 1 : 0);
+  }
+  __device__ __forceinline__ WorkItem item(const Fp8GemmParams& p, int k_stages, int i) const {
+    if (i < whole) return {int(blockIdx.x + i * gridDim.x), 0, k_stages, -1};
+    const int part = blockIdx.x % p.tail_parts;
+    return {p.tail_begin + int(blockIdx.x) / p.tail_parts, k_stages * part / p.tail_parts,
+            k_stages * (part + 1) / p.tail_parts, part};
+  }
+};
+
 // Byte offset of bf16 column `col` (even) of row `row` in a warpgroup's
 // output buffer: chunk col / 64, 16-byte unit XOR row % 8 (128-byte swizzle).
 __device__ __forceinline__ int out_offset(int row, int col) {
@@ -96,11 +129,13 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t* empty = full + STAGES;
   uint64_t* r_full = empty + STAGES;  // [2]: a warpgroup's R rows have landed
   uint64_t* out_free = r_full + 2;    // [2]: its buffer's last store has left shared memory
+  int* last_part = reinterpret_cast<int*>(out_free + 2);  // [2]: a warpgroup's part came last
 
   const int tiles_m = (p.m + kBM - 1) / kBM, tiles_n = (p.n + BN - 1) / BN;
   const int tiles = tiles_m * tiles_n * p.batches;
   const int k_stages = (p.k + kBK - 1) / kBK;
   const int wg = threadIdx.x / 128;
+  const CtaWork work(p, tiles);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -126,25 +161,27 @@ __global__ void __launch_bounds__(384, 1)
     // R goes out once the ring holds the tile's first stages and the
     // consumers have started it (they free the buffer then): a whole K
     // loop ahead of the epilogue that reads it.
-    const int r_after = min(STAGES, k_stages) - 1;
-    int r = 0;  // ring position over the CTA's tiles
-    int it = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++it) {
-      const int3 tc = tile_coords(p, tiles_m, tiles_n, t);
-      for (int kb = 0; kb < k_stages; ++kb, ++r) {
+    int r = 0;  // ring position over the CTA's work
+    for (int it = 0; it < work.count; ++it) {
+      const WorkItem w = work.item(p, k_stages, it);
+      const int3 tc = tile_coords(p, tiles_m, tiles_n, w.tile);
+      const int r_at = w.kb_begin + min(STAGES, w.kb_end - w.kb_begin) - 1;
+      for (int kb = w.kb_begin; kb < w.kb_end; ++kb, ++r) {
         const int s = r % STAGES;
         ptx::mbar_wait(&empty[s], ((r / STAGES) + 1) & 1);
         uint8_t* stage = ring + s * S::kStageBytes;
         ptx::mbar_arrive_expect_tx(&full[s], S::kStageBytes);
         ptx::tma_load_3d(stage, &tmap_a, &full[s], kb * kBK, tc.x * kBM, tc.z);
         ptx::tma_load_3d(stage + kAStageBytes, &tmap_b, &full[s], kb * kBK, tc.y * BN, tc.z);
-        if (HAS_R && kb == r_after) {
-          for (int w = 0; w < 2; ++w) {
-            ptx::mbar_wait(&out_free[w], it & 1);
-            ptx::mbar_arrive_expect_tx(&r_full[w], S::kOutBytes);
+        // (Every part of a tail tile loads R: which one adds it is known only
+        // at its end.)
+        if (HAS_R && kb == r_at) {
+          for (int g = 0; g < 2; ++g) {
+            ptx::mbar_wait(&out_free[g], it & 1);
+            ptx::mbar_arrive_expect_tx(&r_full[g], S::kOutBytes);
             for (int c = 0; c < BN / kChunkCols; ++c)
-              ptx::tma_load_3d(out + w * S::kOutBytes + c * kChunkBytes, &tmap_r, &r_full[w],
-                               tc.y * BN + c * kChunkCols, tc.x * kBM + w * 64, tc.z);
+              ptx::tma_load_3d(out + g * S::kOutBytes + c * kChunkBytes, &tmap_r, &r_full[g],
+                               tc.y * BN + c * kChunkCols, tc.x * kBM + g * 64, tc.z);
           }
         }
       }
@@ -197,9 +234,49 @@ __global__ void __launch_bounds__(384, 1)
     ptx::bulk_wait_read<0>();
     if constexpr (HAS_R) ptx::mbar_arrive(&out_free[cw]);
   };
-  int r = 0, it = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++it) {
-    const int3 tc = tile_coords(p, tiles_m, tiles_n, t);
+  // A tail part's meeting, per warpgroup (its 64 rows): the sums go to the
+  // part's slot; the last part to arrive adds every part's, in part order,
+  // into acc and returns true. The lead's acq_rel count orders the warpgroup's slot stores (behind
+  // the barrier) before it and the last's slot loads (behind the next) after.
+  auto meet_parts = [&](const WorkItem& w) {
+    constexpr int kAcc4 = kAcc / 4;
+    const int tid = threadIdx.x % 128, tail = w.tile - p.tail_begin;
+    float4* const slots = reinterpret_cast<float4*>(p.partial) +
+                          ((long long)tail * p.tail_parts * 2 + cw) * kAcc4 * 128 + tid;
+    const long long part_step = 2LL * kAcc4 * 128;
+#pragma unroll
+    for (int a = 0; a < kAcc4; ++a)
+      __stcg(slots + w.part * part_step + a * 128,
+             make_float4(acc[4 * a], acc[4 * a + 1], acc[4 * a + 2], acc[4 * a + 3]));
+    ptx::named_barrier(1 + cw, 128);
+    if (lead) {
+      unsigned* const count = p.arrivals + tail * 2 + cw;
+      const bool last = ptx::atom_add_acq_rel_gpu(count, 1u) == unsigned(p.tail_parts - 1);
+      if (last) *count = 0u;  // ready for the next call
+      last_part[cw] = last;
+    }
+    ptx::named_barrier(1 + cw, 128);
+    if (!last_part[cw]) return false;
+    // Every part from its slot, this warpgroup's too (a second array for
+    // the sum would spill at bn192); a part's loads all issue before its
+    // adds: one L2 round trip a part.
+    for (int q = 0; q < p.tail_parts; ++q) {
+#pragma unroll
+      for (int a = 0; a < kAcc4; ++a) {
+        const float4 v = __ldcg(slots + q * part_step + a * 128);
+        acc[4 * a] = q == 0 ? v.x : acc[4 * a] + v.x;
+        acc[4 * a + 1] = q == 0 ? v.y : acc[4 * a + 1] + v.y;
+        acc[4 * a + 2] = q == 0 ? v.z : acc[4 * a + 2] + v.z;
+        acc[4 * a + 3] = q == 0 ? v.w : acc[4 * a + 3] + v.w;
+      }
+    }
+    return true;
+  };
+  int r = 0;
+  for (int it = 0; it < work.count; ++it) {
+    const WorkItem w = work.item(p, k_stages, it);
+    const int3 tc = tile_coords(p, tiles_m, tiles_n, w.tile);
+    const int n_kb = w.kb_end - w.kb_begin;
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
     if constexpr (kTwoParts) {
@@ -207,7 +284,7 @@ __global__ void __launch_bounds__(384, 1)
       issue(r, part);
       hand_back_out();
       int kb = 0;
-      for (; kb + 2 < k_stages; kb += 2, r += 2) {
+      for (; kb + 2 < n_kb; kb += 2, r += 2) {
         issue(r + 1, part2);
         ptx::wgmma_wait<1>();
         fold(r, part);
@@ -215,7 +292,7 @@ __global__ void __launch_bounds__(384, 1)
         ptx::wgmma_wait<1>();
         fold(r + 1, part2);
       }
-      if (kb + 1 < k_stages) {
+      if (kb + 1 < n_kb) {
         issue(r + 1, part2);
         ptx::wgmma_wait<1>();
         fold(r, part);
@@ -228,7 +305,7 @@ __global__ void __launch_bounds__(384, 1)
         r += 1;
       }
     } else {
-      for (int kb = 0; kb < k_stages; ++kb, ++r) {
+      for (int kb = 0; kb < n_kb; ++kb, ++r) {
         issue(r, part);
         if (kb == 0) hand_back_out();
         ptx::wgmma_wait<0>();
@@ -242,6 +319,7 @@ __global__ void __launch_bounds__(384, 1)
     } else {
       ptx::named_barrier(1 + cw, 128);  // the lead's wait for the last store is behind it
     }
+    if (w.part >= 0 && !meet_parts(w)) continue;  // a part not last: its sums are in its slot
     const int row0 = warp * 16 + lane / 4, col0 = (lane % 4) * 2;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {

@@ -41,12 +41,15 @@ Status read_shape(const Params& p, Fp8Shape* s) {
 }
 
 bool read_config(const Params& p, Fp8GemmConfig* cfg) {
-  if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("raster") == 0) return false;
+  if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("raster") == 0 &&
+      p.integer("tail") == 0)
+    return false;
   const Fp8GemmConfig d;
   cfg->block_n = p.integer("bn") ? int(p.integer("bn")) : d.block_n;
   cfg->stages =
       p.integer("stages") ? int(p.integer("stages")) : ops::fp8_gemm_max_stages(cfg->block_n);
   cfg->raster_rows = p.integer("raster") ? int(p.integer("raster")) : d.raster_rows;
+  cfg->tail_split = p.integer("tail") ? int(p.integer("tail")) : d.tail_split;
   return true;
 }
 
@@ -169,7 +172,8 @@ std::vector<std::map<std::string, std::string>> fp8_configs(const Params&) {
   for (const Fp8GemmConfig& c : fp8_gemm_config_space())
     out.push_back({{"bn", std::to_string(c.block_n)},
                    {"stages", std::to_string(c.stages)},
-                   {"raster", std::to_string(c.raster_rows)}});
+                   {"raster", std::to_string(c.raster_rows)},
+                   {"tail", std::to_string(c.tail_split)}});
   return out;
 }
 
@@ -202,7 +206,12 @@ void register_fp8_gemm_ops(OpRegistry& reg) {
         {"seed", ParamKind::kInt, "1", "check: random data seed", {}},
         {"bn", ParamKind::kInt, "0", "config: columns of a tile, 64/128/192 (0: heuristic)", {}},
         {"stages", ParamKind::kInt, "0", "config: pipeline depth (0: the deepest that fits)", {}},
-        {"raster", ParamKind::kInt, "0", "config: row tiles per raster group (0: default 8)", {}}},
+        {"raster", ParamKind::kInt, "0", "config: row tiles per raster group (0: default 8)", {}},
+        {"tail",
+         ParamKind::kInt,
+         "0",
+         "config: K parts of each tile of a last, partial wave, at most (0: default 1, none)",
+         {}}},
        check_fp8,
        bench_fp8,
        fp8_configs,

@@ -3,6 +3,7 @@
 #include "kestrel/fp8_gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "ops/validate.h"
 #include "runtime/device.h"
 #include "runtime/launcher.h"
+#include "runtime/scratch.h"
 #include "runtime/tma.h"
 
 namespace kestrel {
@@ -23,6 +25,10 @@ struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cu
   int batches;
   float alpha;
   int raster_rows;
+  int tail_begin;
+  int tail_parts;
+  float* partial;
+  unsigned* arrivals;
 };
 
 // kernels/fp8_gemm.cuh: a tile's rows, the K of a stage, its threads (a
@@ -30,6 +36,7 @@ struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cu
 constexpr int kBM = 128, kBK = 128;
 constexpr int kThreads = 384;
 const int kBlockNs[] = {64, 128, 192};
+const int kTailSplits[] = {1, 2, 4, 8};
 
 struct Fp8Shape {
   int64_t batches, m, n, k;
@@ -37,6 +44,22 @@ struct Fp8Shape {
 
 int64_t tiles_of(const Fp8Shape& s, int block_n) {
   return ops::ceil_div(s.m, kBM) * ops::ceil_div(s.n, block_n) * s.batches;
+}
+
+// How a launch covers the tiles: whole waves of one CTA per SM, then the
+// tiles of the last, partial wave, whole or cut into `parts` ranges of K
+// (at most tail_split, as many as the wave's idle SMs and K allow).
+struct TailPlan {
+  int64_t grid, tail_begin, tail_tiles;
+  int parts;
+};
+
+TailPlan plan_tail(const Fp8Shape& s, int block_n, int tail_split, int sm_count) {
+  const int64_t tiles = tiles_of(s, block_n), waves = tiles / sm_count, rest = tiles % sm_count;
+  const int64_t parts =
+      rest ? std::min<int64_t>({tail_split, sm_count / rest, ops::ceil_div(s.k, kBK)}) : 1;
+  if (parts <= 1) return {std::min<int64_t>(tiles, sm_count), tiles, 0, 1};
+  return {waves ? sm_count : rest * parts, waves * sm_count, rest, int(parts)};
 }
 
 Status check_operand(const TensorView& t, DType dtype, const char* name) {
@@ -135,6 +158,9 @@ Status check_config(const Fp8GemmConfig& c, const rt::DeviceInfo* dev) {
   if (c.raster_rows < 1)
     return Status::InvalidArgument("config: raster_rows must be positive, got " +
                                    std::to_string(c.raster_rows));
+  if (c.tail_split < 1)
+    return Status::InvalidArgument("config: tail_split must be positive, got " +
+                                   std::to_string(c.tail_split));
   const int smem = ops::fp8_gemm_smem_bytes(c.block_n, c.stages);
   if (smem > std::min(dev->max_smem_per_block_optin, ops::kGemmSmemLimit))
     return Status::InvalidArgument("config: " + c.describe() + " needs " + std::to_string(smem) +
@@ -156,7 +182,7 @@ rt::KernelSpec fp8_gemm_kernel_spec(const Fp8GemmConfig& cfg, bool has_r) {
 int fp8_gemm_smem_bytes(int block_n, int stages) {
   const int stage = kBM * kBK + block_n * kBK;
   const int out = 2 * 64 * block_n * 2;
-  const int barriers = (2 * stages + 4) * 8;
+  const int barriers = (2 * stages + 4) * 8 + 2 * 4;  // and the two last-part flags
   return 1024 /* alignment slack */ + stages * stage + out + barriers;
 }
 
@@ -170,37 +196,52 @@ int fp8_gemm_max_stages(int block_n) {
 
 std::string Fp8GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " r" +
-         std::to_string(raster_rows);
+         std::to_string(raster_rows) + " t" + std::to_string(tail_split);
 }
 
 std::vector<Fp8GemmConfig> fp8_gemm_config_space() {
   std::vector<Fp8GemmConfig> out;
   for (int bn : kBlockNs)
     for (int s = 2; s <= ops::fp8_gemm_max_stages(bn); ++s)
-      for (int r : {1, 4, 8, 16}) out.push_back({bn, s, r});
+      for (int r : {1, 4, 8, 16})
+        for (int t : kTailSplits) out.push_back({bn, s, r, t});
   return out;
 }
 
 Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
                                       int sm_count) {
-  (void)k;
-  // The tile width whose waves of tiles take least, a wave costing bn + 40:
-  // a narrow tile runs its MMAs less efficiently (more A bytes per output,
-  // the same fixed costs). Measured (session 42, 8192^3 + R, H100): bn192
-  // 808 us, bn128 844; the rule's picks were the fastest widths that
-  // `kestrel tune` found at 4096^3 (bn128), M128 N8192 K8192 (bn64) and
-  // M4096 N7168 K18432 (bn192).
-  const Fp8Shape s{batches, m, n, 0};
+  // The tile width and tail split whose waves take least, a wave of whole
+  // tiles costing bn + 40: a narrow tile runs its MMAs less efficiently
+  // (more A bytes per output, the same fixed costs). Measured (session 42,
+  // 8192^3 + R, H100): bn192 808 us, bn128 844; without tail splits the
+  // rule's picks were the fastest widths that `kestrel tune` found at
+  // 4096^3 (bn128), M128 N8192 K8192 (bn64) and M4096 N7168 K18432 (bn192).
+  // A tail part costs its share of K plus 10 stages, fitted to `kestrel
+  // bench` sweeps of every width and split (session 43, H200): the
+  // meeting (slots written, the last part reading them all) and the speed
+  // a partial wave has over a full one (fewer SMs share DRAM and power).
+  // So splits pay where K is deep: M4096 N7168 K18432 bn192 849 -> 803 us
+  // (4 parts), 4096^3 bn192 128 -> 122 (3), M128 N1024 K16384 bn64 35 ->
+  // 16 (8); M2048 N2048 K8192 stays at bn128 (58 us, bn192 in 3 parts 62)
+  // and M128 N8192 K8192 at bn64 (25 us, bn128 in 2 parts 28).
+  const Fp8Shape s{batches, m, n, k};
+  const double k_stages = double(ops::ceil_div(k, kBK));
   Fp8GemmConfig best;
   double best_cost = 0;
-  for (int bn : kBlockNs) {
-    const int64_t waves = ops::ceil_div(tiles_of(s, bn), sm_count);
-    const double cost = double(waves) * (bn + 40);
-    if (best_cost == 0 || cost < best_cost) {
-      best_cost = cost;
-      best.block_n = bn;
+  for (int bn : kBlockNs)
+    for (int t : kTailSplits) {
+      // (A split clamped to the same parts costs the same: the smaller wins.)
+      const TailPlan plan = plan_tail(s, bn, t, sm_count);
+      const int64_t tiles = tiles_of(s, bn), waves = tiles / sm_count;
+      double tail = tiles % sm_count ? 1.0 : 0.0;
+      if (plan.parts > 1) tail = (std::ceil(k_stages / plan.parts) + 10) / k_stages;
+      const double cost = (double(waves) + tail) * (bn + 40);
+      if (best_cost == 0 || cost < best_cost) {
+        best_cost = cost;
+        best.block_n = bn;
+        best.tail_split = t;
+      }
     }
-  }
   best.stages = ops::fp8_gemm_max_stages(best.block_n);
   return best;
 }
@@ -230,12 +271,28 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   } else {
     map_r = map_d;  // unused
   }
-  const Fp8GemmParams p{int(s.m), int(s.n), int(s.k), int(s.batches), alpha, cfg.raster_rows};
+  const TailPlan plan = plan_tail(s, cfg.block_n, cfg.tail_split, dev->sm_count);
+  Fp8GemmParams p{
+      int(s.m),   int(s.n), int(s.k), int(s.batches), alpha, cfg.raster_rows, int(plan.tail_begin),
+      plan.parts, nullptr,  nullptr};
+  if (plan.parts > 1) {
+    // Arrival counts per tail tile and warpgroup (left zero by every call)
+    // and a slot of fp32 sums per part: 2 x 128 threads x block_n / 2.
+    void* arrivals = nullptr;
+    void* partial = nullptr;
+    KESTREL_RETURN_IF_ERROR(
+        rt::stream_workspace(stream, size_t(plan.tail_tiles) * 2 * sizeof(unsigned), &arrivals));
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
+        stream, size_t(plan.tail_tiles * plan.parts) * 256 * (cfg.block_n / 2) * sizeof(float),
+        &partial, rt::WorkspaceUse::kScratch));
+    p.arrivals = static_cast<unsigned*>(arrivals);
+    p.partial = static_cast<float*>(partial);
+  }
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::fp8_gemm_kernel_spec(cfg, r != nullptr), &kernel));
   rt::LaunchShape ls;
-  ls.grid = dim3(unsigned(std::min<int64_t>(tiles_of(s, cfg.block_n), dev->sm_count)));
+  ls.grid = dim3(unsigned(plan.grid));
   ls.block = dim3(kThreads);
   ls.smem_bytes = size_t(ops::fp8_gemm_smem_bytes(cfg.block_n, cfg.stages));
   return kernel(ls, stream, map_a, map_b, map_r, map_d, p);

@@ -1,7 +1,7 @@
 // The FP8 GEMM's configuration space and width rule (no GPU needed): every
 // configuration fits in shared memory, the deepest ring of each width is in
-// the space, and the rule picks the widths `kestrel tune` found fastest on
-// the H100 (BENCHMARKS.md, session 42).
+// the space, and the rule picks the widths and tail splits measured fastest
+// (BENCHMARKS.md, sessions 42 and 43).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,7 +27,8 @@ TEST(Fp8GemmConfig, EveryConfigurationFitsAndHasItsOwnKernel) {
     EXPECT_GE(c.stages, 2) << c.describe();
     kernels.insert(ops::fp8_gemm_kernel_spec(c, true).entry);
   }
-  // The raster is a run-time parameter: one kernel per width and depth.
+  // The raster and the tail split are run-time parameters: one kernel per
+  // width and depth.
   for (int bn : {64, 128, 192}) {
     const int deepest = ops::fp8_gemm_max_stages(bn);
     EXPECT_GT(ops::fp8_gemm_smem_bytes(bn, deepest + 1), ops::kGemmSmemLimit) << bn;
@@ -35,21 +36,27 @@ TEST(Fp8GemmConfig, EveryConfigurationFitsAndHasItsOwnKernel) {
       return c.block_n == bn && c.stages == deepest;
     })) << bn;
   }
-  EXPECT_EQ(kernels.size(), space.size() / 4);  // rasters 1, 4, 8, 16
+  EXPECT_EQ(kernels.size(), space.size() / 16);  // rasters 1, 4, 8, 16 x tail splits 1, 2, 4, 8
 }
 
 TEST(Fp8GemmConfig, TheWidthRulePicksTheMeasuredFastest) {
   struct Case {
     int64_t m, n, k;
-    int block_n;
+    int block_n, tail_split;
   };
-  // H100 / H200, session 42: bn192 791 vs bn128 844 us at 8192^3; bn128
-  // 117.0 vs bn192 127.0 at 4096^3; bn192 823 vs bn128 840 at M4096 N7168
-  // K18432; bn64 23.5 vs bn128 30.4 at M128 N8192 K8192 (H200).
-  for (const Case& c : {Case{8192, 8192, 8192, 192}, Case{4096, 4096, 4096, 128},
-                        Case{4096, 7168, 18432, 192}, Case{128, 8192, 8192, 64}}) {
+  // Session 42 (H100 / H200, no tail splits): bn192 791 vs bn128 844 us at
+  // 8192^3; bn192 823 vs bn128 840 at M4096 N7168 K18432. Session 43
+  // (`kestrel bench` over every width and split, H200): M4096 N7168 K18432
+  // bn192 in 4 parts 803 (whole 849); 4096^3 bn192 in 3 parts 122.4 (bn128
+  // 123.7, bn192 whole 128.3); M128 N8192 K8192 bn64 25.1 (bn128 in 2
+  // parts 28.6); M2048 N2048 K8192 bn128 58.4 (bn192 in 3 parts 62.4);
+  // M128 N1024 K16384 bn64 in 8 parts 15.7 (whole 34.7).
+  for (const Case& c : {Case{8192, 8192, 8192, 192, 1}, Case{4096, 7168, 18432, 192, 4},
+                        Case{4096, 4096, 4096, 192, 4}, Case{128, 8192, 8192, 64, 1},
+                        Case{2048, 2048, 8192, 128, 1}, Case{128, 1024, 16384, 64, 8}}) {
     const Fp8GemmConfig cfg = fp8_gemm_default_config(c.m, c.n, c.k, 1, kH100Sms);
     EXPECT_EQ(cfg.block_n, c.block_n) << c.m << " x " << c.n << " x " << c.k;
+    EXPECT_EQ(cfg.tail_split, c.tail_split) << c.m << " x " << c.n << " x " << c.k;
     EXPECT_EQ(cfg.stages, ops::fp8_gemm_max_stages(cfg.block_n));
   }
   // Tiny and huge problems still get a configuration of the space.
@@ -64,7 +71,8 @@ TEST(Fp8GemmConfig, TheWidthRulePicksTheMeasuredFastest) {
 }
 
 TEST(Fp8GemmConfig, DescribeNamesEveryKnob) {
-  EXPECT_EQ((Fp8GemmConfig{128, 6, 4}).describe(), "bn128 s6 r4");
+  EXPECT_EQ((Fp8GemmConfig{128, 6, 4}).describe(), "bn128 s6 r4 t1");
+  EXPECT_EQ((Fp8GemmConfig{192, 4, 8, 4}).describe(), "bn192 s4 r8 t4");
   EXPECT_EQ(ops::fp8_gemm_kernel_spec({192, 4, 8}, false).entry,
             "kestrel::fp8_gemm_kernel<192, 4, false>");
 }

@@ -36,6 +36,7 @@
 #include "random.h"
 #include "reference/binary16.h"
 #include "reference/reference.h"
+#include "runtime/device.h"
 #include "sampled_check.h"
 
 namespace kestrel {
@@ -376,6 +377,49 @@ TEST(Fp8GemmGpuConfigs, PersistentCtasTakeManyTiles) {
   }
 }
 
+// Tail splits: the tiles of a last, partial wave cut into K ranges that meet
+// through L2. Shapes sized by this GPU's SM count so that a wave is partial:
+// one tile a batch in sms + 5 batches (a whole wave, then 5 tiles of up to
+// 8 parts of 1008 / 128 stages), and 9 tiles alone (one partial wave of
+// split-K, parts of uneven stage counts); with R, without, in place (every
+// part reads R before the last writes D); K of 2 stages caps the parts at 2.
+// Each twice: the parts add in part order whichever arrives last, so the
+// bits repeat.
+TEST(Fp8GemmGpuConfigs, TailSplitsMeetThroughL2) {
+  KESTREL_REQUIRE_GPU();
+  const rt::DeviceInfo* dev = nullptr;
+  ASSERT_TRUE(rt::current_device(&dev).ok());
+  struct TailCase {
+    Fp8Case c;
+    Fp8GemmConfig cfg;
+  };
+  std::vector<TailCase> cases;
+  Fp8Case c = shape(100, 56, 1008, dev->sm_count + 5);
+  for (int t : {2, 8}) cases.push_back({c, {64, 3, 4, t}});
+  c.has_r = false;
+  c.data = Data::kWide;
+  cases.push_back({c, {64, 2, 1, 8}});
+  c = shape(300, 520, 2000);
+  for (int t : {3, 8}) cases.push_back({c, {192, 2, 1, t}});
+  c.in_place = true;
+  c.d_row_pad = 8;
+  cases.push_back({c, {128, 4, 8, 4}});
+  c = shape(300, 520, 208);
+  cases.push_back({c, {192, 2, 1, 8}});
+  for (const TailCase& tc : cases) {
+    const Operands o = make_operands(tc.c, seed_of(tc.c));
+    const std::string what = describe(tc.c) + " " + tc.cfg.describe();
+    Status st;
+    const auto first = run_fp8(tc.c, o, &tc.cfg, &st);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+    check_output(tc.c, expected(tc.c, o), first, what);
+    const auto second = run_fp8(tc.c, o, &tc.cfg, &st);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+    const auto same = testing::compare_exact(second, first);
+    EXPECT_TRUE(same.pass) << what << ": results differ between runs: " << same.to_string();
+  }
+}
+
 // The heuristic's pick is a point of the space, for shapes from one tile to
 // many waves, on SM counts of H100 SXM / PCIe and smaller parts.
 TEST(Fp8GemmGpuConfigs, DefaultConfigIsInTheSpace) {
@@ -386,8 +430,7 @@ TEST(Fp8GemmGpuConfigs, DefaultConfigIsInTheSpace) {
         for (int64_t l : {1, 3}) {
           const Fp8GemmConfig cfg = fp8_gemm_default_config(m, n, 1024, l, sms);
           const bool found = std::any_of(space.begin(), space.end(), [&](const Fp8GemmConfig& s) {
-            return s.block_n == cfg.block_n && s.stages == cfg.stages &&
-                   s.raster_rows == cfg.raster_rows;
+            return s.describe() == cfg.describe();
           });
           EXPECT_TRUE(found) << cfg.describe() << " for M" << m << " N" << n << " L" << l << " on "
                              << sms << " SMs";
