@@ -328,14 +328,8 @@ __global__ void __launch_bounds__(384, 1)
         const int off = out_offset(row0 + 8 * h, j * 8 + col0);
         __nv_bfloat162 v =
             __floats2bfloat162_rn(p.alpha * acc[4 * j + 2 * h], p.alpha * acc[4 * j + 2 * h + 1]);
-        if constexpr (HAS_R) {
-          // fp32 holds the sum of two bf16 values closely enough that one
-          // rounding to bf16 after it is the correctly rounded sum.
-          const float2 a = __bfloat1622float2(v);
-          const float2 b =
-              __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(my_out + off));
-          v = __floats2bfloat162_rn(a.x + b.x, a.y + b.y);
-        }
+        // The bf16 pair add rounds once: the correctly rounded sum.
+        if constexpr (HAS_R) v = __hadd2(v, *reinterpret_cast<const __nv_bfloat162*>(my_out + off));
         *reinterpret_cast<__nv_bfloat162*>(my_out + off) = v;
       }
     }
