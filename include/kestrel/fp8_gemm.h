@@ -40,6 +40,11 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
 // K a multiple of 16 (other K take padded rows).
 // alpha: the product of the operands' fp32 scales (torch._scaled_mm's
 // scale_a * scale_b). Without `config`: the heuristic's.
+// A tail split keeps two workspaces per (device, stream): arrival counts and
+// fp32 slots (at most SMs x 128 x block_n x 4 bytes), grown on demand,
+// stream-ordered. Inside CUDA-graph capture a call that would need to grow
+// one returns Unsupported, so call once with the largest shape before
+// capturing. Results do not depend on the split's timing (deterministic).
 Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const TensorView* r,
                     const TensorView& d, cudaStream_t stream,
                     const Fp8GemmConfig* config = nullptr);

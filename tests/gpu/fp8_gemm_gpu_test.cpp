@@ -4,9 +4,10 @@
 // alpha != 1 (negative and tiny too), normal and wide-range e4m3 data, batches
 // (rank-3 views), every tile width at the shallowest and deepest pipelines
 // and two raster groupings, persistent CTAs taking many tiles, an in-place
-// residual (r == d), padded row strides (N off 8, K off 16), poisoned outputs
-// (every element written, no row padding touched), determinism, empty
-// problems, and argument errors. Large products are checked on a sample of
+// residual (r == d), padded row strides (N off 8, K off 16), tail splits
+// meeting through L2, CUDA-graph capture, poisoned outputs (every element
+// written, no row padding touched), determinism, empty problems, and
+// argument errors. Large products are checked on a sample of
 // elements (sample_positions), the rest only for being written.
 //
 // Pass rule: compare_fp8_gemm_add (compare.h) against the reference's
@@ -501,6 +502,66 @@ TEST(Fp8GemmGpuEdges, RunsAreBitIdentical) {
     EXPECT_TRUE(same.pass) << what << ": results differ between runs: " << same.to_string();
     check_output(c, e, first, what);
   }
+}
+
+// CUDA-graph capture, as a serving loop uses it: once a call on the stream
+// has sized its workspace (the tail split's counts and slots), a captured
+// call replays with the direct call's bits, twice (the counts are left zero
+// between replays). On a stream with no workspace yet the captured call
+// returns Unsupported, naming the fix, instead of allocating.
+TEST(Fp8GemmGpuEdges, GraphCaptureReplays) {
+  KESTREL_REQUIRE_GPU();
+  const rt::DeviceInfo* dev = nullptr;
+  ASSERT_TRUE(rt::current_device(&dev).ok());
+  const Fp8Case c = shape(100, 56, 1008, dev->sm_count + 5);
+  const Fp8GemmConfig cfg{64, 3, 4, 8};  // 5 tail tiles in 8 parts
+  const Operands o = make_operands(c, seed_of(c));
+  const DeviceBuffer a = DeviceBuffer::from(o.a), b = DeviceBuffer::from(o.b),
+                     r = DeviceBuffer::from(o.r);
+  DeviceBuffer d(size_t(c.l * c.m * c.n * 2)), replayed(d.bytes());
+  const TensorView av = view(a.get(), DType::kE4M3, c, c.m, c.k, c.k);
+  const TensorView bv = view(b.get(), DType::kE4M3, c, c.n, c.k, c.k);
+  const TensorView rv = view(r.get(), DType::kBF16, c, c.m, c.n, c.n);
+  const TensorView dv = view(d.get(), DType::kBF16, c, c.m, c.n, c.n);
+  const TensorView replayed_v = view(replayed.get(), DType::kBF16, c, c.m, c.n, c.n);
+  cudaStream_t stream = nullptr, fresh = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking), cudaSuccess);
+  d.poison();
+  replayed.poison();
+  ASSERT_TRUE(fp8_gemm_add(av, bv, c.alpha, &rv, dv, stream, &cfg).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const auto want = d.download<uint16_t>();
+  check_output(c, expected(c, o), want, describe(c) + " " + cfg.describe() + " direct");
+
+  auto capture = [&](cudaStream_t s, Status* st) {
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    *st = fp8_gemm_add(av, bv, c.alpha, &rv, replayed_v, s, &cfg);
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    return graph;
+  };
+  Status st;
+  cudaGraph_t graph = capture(stream, &st);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto same = testing::compare_exact(replayed.download<uint16_t>(), want);
+    EXPECT_TRUE(same.pass) << "replay " << replay << ": " << same.to_string();
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  graph = capture(fresh, &st);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find("before capturing"), std::string::npos) << st.message();
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  cudaStreamDestroy(fresh);
+  cudaStreamDestroy(stream);
 }
 
 // M = 0, N = 0 or L = 0: Ok, and D (poisoned) untouched, with and without R
