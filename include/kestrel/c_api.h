@@ -1,16 +1,18 @@
 /* A C ABI over Kestrel, for callers that cannot use the C++ API: Python
  * through ctypes (scripts/torch_peers.py times Kestrel on torch's own tensors
- * with it), other languages' FFIs. The row-wise ops, NVFP4 quantization and
- * the NVFP4 GEMMs.
+ * with it), other languages' FFIs. The row-wise ops, NVFP4 quantization,
+ * the NVFP4 GEMMs and the FP8 GEMM + add.
  *
  * Tensors are dense row-major device buffers; dtype codes are
  * kestrel::DType's: KESTREL_F32, KESTREL_F16, KESTREL_BF16. Optional pointers
  * may be NULL. `stream` is a cudaStream_t (NULL: the default stream). Each
  * call returns 0 on success; otherwise a nonzero kestrel::StatusCode and
  * kestrel_last_error() gives the message (per thread) naming the argument and
- * the rule. Semantics are those of include/kestrel/rowwise.h, nvfp4.h and
- * gemm.h, with the configurations the library picks (tuning table, else
- * heuristic). */
+ * the rule. Semantics are those of include/kestrel/rowwise.h, nvfp4.h,
+ * gemm.h and fp8_gemm.h, with the configurations the library picks (tuning
+ * table, else heuristic); so are their workspaces (inside CUDA-graph capture
+ * a call on a stream whose workspace must first grow returns nonzero: make
+ * one call on the stream before capturing). */
 #pragma once
 #include <stdint.h>
 
