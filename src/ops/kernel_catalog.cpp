@@ -140,20 +140,26 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
                         ? gemv_wgmma_kernel_spec(DType::kF16, c, false, false)
                         : gemv_kernel_spec(DType::kF16, c, false, false, true, true));
   // Stages only size the ring: the deepest of each tile width covers the
-  // code. (A K tail compiles the same with split_l2 on or off: once.)
-  std::set<std::string> seen;
+  // code. (A K tail compiles the same with split_l2 on or off.)
   for (const GemmConfig& c : gemm_config_space(true)) {
     if (c.stages != gemm_max_stages(c.block_n, false, c.consumer_groups)) continue;
-    for (bool dual : {false, true}) {
-      if (!dual && c.consumer_groups != 2) continue;
-      rt::KernelSpec spec = gemm_kernel_spec(DType::kBF16, c, false, dual);
-      if (seen.insert(spec.entry).second) specs.push_back(std::move(spec));
-    }
+    for (bool dual : {false, true})
+      if (dual || c.consumer_groups == 2)
+        specs.push_back(gemm_kernel_spec(DType::kBF16, c, false, dual));
   }
   for (const Fp8GemmConfig& c : fp8_gemm_config_space())
-    if (c.stages == fp8_gemm_max_stages(c.block_n) && c.raster_rows == 1)
+    if (c.stages == fp8_gemm_max_stages(c.block_n))
       for (bool has_r : {false, true}) specs.push_back(fp8_gemm_kernel_spec(c, has_r));
-  return specs;
+  // Run-time parameters (a GEMV's items, a raster, a tail split) share a
+  // kernel: each is compiled once.
+  std::vector<rt::KernelSpec> unique;
+  std::set<std::string> seen;
+  for (rt::KernelSpec& spec : specs) {
+    std::string key = spec.describe();
+    for (const std::string& o : spec.options) key += " " + o;
+    if (seen.insert(key).second) unique.push_back(std::move(spec));
+  }
+  return unique;
 }
 
 }  // namespace kestrel::ops

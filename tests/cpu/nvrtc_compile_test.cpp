@@ -64,6 +64,19 @@ TEST(NvrtcCompile, EveryTunableConfigurationCompilesForSm90a) {
   }
 }
 
+// Each list compiles a kernel once: a run-time parameter (a raster, a tail
+// split) in a configuration space must not repeat its kernel there.
+TEST(NvrtcCompile, NoKernelIsListedTwice) {
+  for (const auto& specs : {ops::default_kernel_specs(), ops::configuration_space_specs()}) {
+    std::set<std::string> seen;
+    for (const auto& spec : specs) {
+      std::string key = spec.describe();
+      for (const std::string& o : spec.options) key += " " + o;
+      EXPECT_TRUE(seen.insert(key).second) << key << " is listed twice";
+    }
+  }
+}
+
 TEST(NvrtcCompile, CompileErrorCarriesTheLog) {
   rt::CompiledKernel out;
   const Status st =
