@@ -236,8 +236,9 @@ __global__ void __launch_bounds__(384, 1)
   };
   // A tail part's meeting, per warpgroup (its 64 rows): the sums go to the
   // part's slot; the last part to arrive adds every part's, in part order,
-  // into acc and returns true. The lead's acq_rel count orders the warpgroup's slot stores (behind
-  // the barrier) before it and the last's slot loads (behind the next) after.
+  // into acc and returns true. The lead's acq_rel count orders the
+  // warpgroup's slot stores (behind the barrier) before it and the last's
+  // slot loads (behind the next) after.
   auto meet_parts = [&](const WorkItem& w) {
     constexpr int kAcc4 = kAcc / 4;
     const int tid = threadIdx.x % 128, tail = w.tile - p.tail_begin;
