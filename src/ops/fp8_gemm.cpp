@@ -46,22 +46,6 @@ int64_t tiles_of(const Fp8Shape& s, int block_n) {
   return ops::ceil_div(s.m, kBM) * ops::ceil_div(s.n, block_n) * s.batches;
 }
 
-// How a launch covers the tiles: whole waves of one CTA per SM, then the
-// tiles of the last, partial wave, whole or cut into `parts` ranges of K
-// (at most tail_split, as many as the wave's idle SMs and K allow).
-struct TailPlan {
-  int64_t grid, tail_begin, tail_tiles;
-  int parts;
-};
-
-TailPlan plan_tail(const Fp8Shape& s, int block_n, int tail_split, int sm_count) {
-  const int64_t tiles = tiles_of(s, block_n), waves = tiles / sm_count, rest = tiles % sm_count;
-  const int64_t parts =
-      rest ? std::min<int64_t>({tail_split, sm_count / rest, ops::ceil_div(s.k, kBK)}) : 1;
-  if (parts <= 1) return {std::min<int64_t>(tiles, sm_count), tiles, 0, 1};
-  return {waves ? sm_count : rest * parts, waves * sm_count, rest, int(parts)};
-}
-
 Status check_operand(const TensorView& t, DType dtype, const char* name) {
   KESTREL_RETURN_IF_ERROR(ops::check_dtype(t, {dtype}, name));
   KESTREL_RETURN_IF_ERROR(ops::check_rank(t, 2, 3, name));
@@ -186,6 +170,16 @@ int fp8_gemm_smem_bytes(int block_n, int stages) {
   return 1024 /* alignment slack */ + stages * stage + out + barriers;
 }
 
+Fp8TailPlan fp8_gemm_tail_plan(int64_t m, int64_t n, int64_t k, int64_t batches, int block_n,
+                               int tail_split, int sm_count) {
+  const int64_t tiles = tiles_of({batches, m, n, k}, block_n);
+  const int64_t waves = tiles / sm_count, rest = tiles % sm_count;
+  const int64_t parts =
+      rest ? std::min<int64_t>({tail_split, sm_count / rest, ceil_div(k, kBK)}) : 1;
+  if (parts <= 1) return {std::min<int64_t>(tiles, sm_count), tiles, 0, 1};
+  return {waves ? sm_count : rest * parts, waves * sm_count, rest, int(parts)};
+}
+
 int fp8_gemm_max_stages(int block_n) {
   int s = 2;
   while (fp8_gemm_smem_bytes(block_n, s + 1) <= kGemmSmemLimit) ++s;
@@ -231,7 +225,7 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   for (int bn : kBlockNs)
     for (int t : kTailSplits) {
       // (A split clamped to the same parts costs the same: the smaller wins.)
-      const TailPlan plan = plan_tail(s, bn, t, sm_count);
+      const ops::Fp8TailPlan plan = ops::fp8_gemm_tail_plan(m, n, k, batches, bn, t, sm_count);
       const int64_t tiles = tiles_of(s, bn), waves = tiles / sm_count;
       double tail = tiles % sm_count ? 1.0 : 0.0;
       if (plan.parts > 1) tail = (std::ceil(k_stages / plan.parts) + 10) / k_stages;
@@ -271,7 +265,8 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   } else {
     map_r = map_d;  // unused
   }
-  const TailPlan plan = plan_tail(s, cfg.block_n, cfg.tail_split, dev->sm_count);
+  const ops::Fp8TailPlan plan =
+      ops::fp8_gemm_tail_plan(s.m, s.n, s.k, s.batches, cfg.block_n, cfg.tail_split, dev->sm_count);
   Fp8GemmParams p{
       int(s.m),   int(s.n), int(s.k), int(s.batches), alpha, cfg.raster_rows, int(plan.tail_begin),
       plan.parts, nullptr,  nullptr};

@@ -16,6 +16,9 @@
 namespace kestrel {
 namespace {
 
+using ops::fp8_gemm_tail_plan;
+using ops::Fp8TailPlan;
+
 constexpr int kH100Sms = 132;
 
 TEST(Fp8GemmConfig, EveryConfigurationFitsAndHasItsOwnKernel) {
@@ -68,6 +71,49 @@ TEST(Fp8GemmConfig, TheWidthRulePicksTheMeasuredFastest) {
       return s.describe() == cfg.describe();
     })) << cfg.describe();
   }
+}
+
+// The tail split's plan: whole waves of one CTA per SM, then the partial
+// wave's tiles in as many K parts as tail_split, the idle SMs and K allow.
+TEST(Fp8GemmConfig, TailPlanFillsThePartialWave) {
+  // 4096^3 at bn192 on 132 SMs: 704 tiles, 5 whole waves, 44 tiles in 3.
+  Fp8TailPlan p = fp8_gemm_tail_plan(4096, 4096, 4096, 1, 192, 4, kH100Sms);
+  EXPECT_EQ(p.grid, 132);
+  EXPECT_EQ(p.tail_begin, 660);
+  EXPECT_EQ(p.tail_tiles, 44);
+  EXPECT_EQ(p.parts, 3);
+  // One partial wave alone (split-K): 16 tiles in 8 parts on 128 CTAs.
+  p = fp8_gemm_tail_plan(128, 1024, 16384, 1, 64, 8, kH100Sms);
+  EXPECT_EQ(p.grid, 128);
+  EXPECT_EQ(p.tail_begin, 0);
+  EXPECT_EQ(p.parts, 8);
+  for (int sms : {132, 114, 78})
+    for (int64_t m : {1, 300, 4096})
+      for (int64_t n : {64, 1000, 8192})
+        for (int64_t k : {16, 200, 4096})
+          for (int bn : {64, 128, 192})
+            for (int t : {1, 2, 4, 8}) {
+              const int64_t tiles = ops::ceil_div(m, 128) * ops::ceil_div(n, bn);
+              const int64_t rest = tiles % sms;
+              p = fp8_gemm_tail_plan(m, n, k, 1, bn, t, sms);
+              const std::string what = "M" + std::to_string(m) + " N" + std::to_string(n) + " K" +
+                                       std::to_string(k) + " bn" + std::to_string(bn) + " t" +
+                                       std::to_string(t) + " on " + std::to_string(sms);
+              const int64_t most =
+                  std::min<int64_t>({t, rest ? sms / rest : 1, ops::ceil_div(k, 128)});
+              EXPECT_EQ(p.parts, std::max<int64_t>(most, 1)) << what;
+              if (p.parts == 1) {
+                EXPECT_EQ(p.tail_tiles, 0) << what;
+                EXPECT_EQ(p.tail_begin, tiles) << what;
+                EXPECT_EQ(p.grid, std::min<int64_t>(tiles, sms)) << what;
+              } else {
+                EXPECT_EQ(p.tail_tiles, rest) << what;
+                EXPECT_EQ(p.tail_begin, tiles - rest) << what;
+                EXPECT_EQ(p.tail_begin % sms, 0) << what;
+                EXPECT_LE(p.tail_tiles * p.parts, sms) << what;
+                EXPECT_EQ(p.grid, tiles > sms ? sms : rest * p.parts) << what;
+              }
+            }
 }
 
 TEST(Fp8GemmConfig, DescribeNamesEveryKnob) {
