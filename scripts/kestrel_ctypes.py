@@ -52,8 +52,8 @@ _SIGNATURES.update({
     "kestrel_grouped_gemm_nvfp4": [_NVFP4, _NVFP4, _NVFP4, _P, _I64, _P, _I32, _P],
     "kestrel_grouped_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _P, _F32, _I64, _P, _I64, _P, _I32,
                                           _P],
+    "kestrel_fp8_gemm_add": [_P, _P, _F32, _P, _P, _I64, _I64, _I64, _I64, _P],
 })
-_SIGNATURES["kestrel_fp8_gemm_add"] = [_P, _P, _F32, _P, _P, _I64, _I64, _I64, _I64, _P]
 _SIZES = {
     "kestrel_blocked_scale_bytes": [_I64, _I64, _I64],
     "kestrel_gemm_packed_weight_bytes": [_I64, _I64, _I64],
@@ -245,12 +245,14 @@ def fp8_gemm_add(lib, a, b, alpha=1.0, r=None):
     torch.float8_e4m3fn, r bf16 [L][M][N] or None (no add); d is a new
     tensor (the C call itself also takes r == d, an in-place add)."""
     squeeze = a.dim() == 2
+    # (Held in names: a temporary's memory would go back to torch's
+    # allocator before the call.)
     a3, b3 = (a[None], b[None]) if squeeze else (a, b)
+    a3, b3 = a3.contiguous(), b3.contiguous()
     batches, m, k = a3.shape
     n = b3.shape[1]
     d = torch.empty(batches, m, n, dtype=torch.bfloat16, device=a.device)
     r3 = None if r is None else (r[None] if squeeze else r).contiguous()
-    lib.call("kestrel_fp8_gemm_add", a3.contiguous().data_ptr(), b3.contiguous().data_ptr(),
-             float(alpha), r3.data_ptr() if r3 is not None else None, d.data_ptr(), batches, m, n,
-             k)
+    lib.call("kestrel_fp8_gemm_add", a3.data_ptr(), b3.data_ptr(), float(alpha), _ptr(r3),
+             d.data_ptr(), batches, m, n, k)
     return d[0] if squeeze else d

@@ -64,13 +64,28 @@ testing::CompareReport compare_floats(DType t, const std::vector<double>& out,
   return testing::compare_fp32(out, ref);
 }
 
-std::vector<double> timing_data(int64_t n, uint64_t seed) {
-  if (n <= 0) return {};
-  const int64_t unique = std::min<int64_t>(n, int64_t(1) << 22);
-  std::vector<double> base = testing::random_normal(unique, seed);
-  std::vector<double> x(static_cast<size_t>(n));
+namespace {
+
+// Timing inputs generate at most this many values and repeat them.
+constexpr int64_t kTimingUnique = int64_t(1) << 22;
+
+template <typename T>
+std::vector<T> repeated(const std::vector<T>& base, int64_t n) {
+  std::vector<T> x(static_cast<size_t>(n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = base[i % base.size()];
   return x;
+}
+
+}  // namespace
+
+std::vector<double> timing_data(int64_t n, uint64_t seed) {
+  if (n <= 0) return {};
+  return repeated(testing::random_normal(std::min(n, kTimingUnique), seed), n);
+}
+
+std::vector<uint8_t> timing_e4m3(int64_t n, uint64_t seed) {
+  if (n <= 0) return {};
+  return repeated(testing::random_e4m3(std::min(n, kTimingUnique), seed), n);
 }
 
 }  // namespace kestrel::bench

@@ -29,5 +29,7 @@ testing::CompareReport compare_floats(DType t, const std::vector<double>& out,
 // most 4 Mi values and repeats them: the data only has to look like real
 // activations, and generating 67 M normals on the host takes seconds.
 std::vector<double> timing_data(int64_t n, uint64_t seed);
+// The same for e4m3 codes (normal(0, 1) rounded to e4m3).
+std::vector<uint8_t> timing_e4m3(int64_t n, uint64_t seed);
 
 }  // namespace kestrel::bench

@@ -1,7 +1,6 @@
 // FP8 GEMM + fused add as a check/bench op. SOL uses the fp8 tensor-core
 // rate and the bytes of A, B, R and D. Peers: cuBLASLt e4m3 with its own
 // fused add (beta = 1, C = R), and without the add (the GEMM alone).
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,15 +98,6 @@ Status check_fp8(const Params& p, const OpEnv& env, CheckReport* out) {
   out->pass = report.pass;
   out->detail = report.to_string();
   return Status::Ok();
-}
-
-// e4m3 codes of normal data for timing: 4 Mi generated, repeated.
-std::vector<uint8_t> timing_e4m3(int64_t n, uint64_t seed) {
-  const int64_t made = std::min<int64_t>(n, int64_t(1) << 22);
-  const auto base = testing::random_e4m3(made, seed);
-  std::vector<uint8_t> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = base[size_t(i % made)];
-  return v;
 }
 
 Status bench_fp8(const Params& p, const OpEnv& env, BenchCase* out) {

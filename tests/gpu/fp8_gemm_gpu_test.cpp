@@ -235,12 +235,25 @@ void check_output(const Fp8Case& c, const Expected& e, const std::vector<uint16_
   EXPECT_EQ(padding_written, 0) << what << ": row padding written";
 }
 
-void check_case(const Fp8Case& c, const Fp8GemmConfig* cfg = nullptr) {
-  const Operands o = make_operands(c, seed_of(c));
+// Runs `cfg` (null: the heuristic's) on c into a poisoned D and checks it
+// against e; with `rerun`, runs again and expects the same bits.
+void check_run(const Fp8Case& c, const Operands& o, const Expected& e, const Fp8GemmConfig* cfg,
+               bool rerun = false) {
+  const std::string what = describe(c) + (cfg ? " " + cfg->describe() : " default config");
   Status st;
   const auto bits = run_fp8(c, o, cfg, &st);
-  ASSERT_TRUE(st.ok()) << describe(c) << ": " << st.to_string();
-  check_output(c, expected(c, o), bits, describe(c) + (cfg ? " " + cfg->describe() : ""));
+  ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+  check_output(c, e, bits, what);
+  if (!rerun) return;
+  const auto again = run_fp8(c, o, cfg, &st);
+  ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+  const auto same = testing::compare_exact(again, bits);
+  EXPECT_TRUE(same.pass) << what << ": results differ between runs: " << same.to_string();
+}
+
+void check_case(const Fp8Case& c, const Fp8GemmConfig* cfg = nullptr) {
+  const Operands o = make_operands(c, seed_of(c));
+  check_run(c, o, expected(c, o), cfg);
 }
 
 class Fp8GemmGpu : public ::testing::TestWithParam<Fp8Case> {};
@@ -346,10 +359,7 @@ TEST(Fp8GemmGpuConfigs, EveryTileWidthAtBothDepths) {
     for (int stages : {2, most})
       for (int raster : {1, 4}) {
         const Fp8GemmConfig cfg{bn, stages, raster};
-        Status st;
-        const auto bits = run_fp8(c, o, &cfg, &st);
-        ASSERT_TRUE(st.ok()) << cfg.describe() << ": " << st.to_string();
-        check_output(c, e, bits, describe(c) + " " + cfg.describe());
+        ASSERT_NO_FATAL_FAILURE(check_run(c, o, e, &cfg));
       }
 }
 
@@ -370,12 +380,7 @@ TEST(Fp8GemmGpuConfigs, PersistentCtasTakeManyTiles) {
       {narrow, 2, 1}, {narrow, deepest.at(narrow), 16}, {wide, 2, 3}, {wide, deepest.at(wide), 8}};
   for (const auto& [bn, most] : deepest)
     if (bn != narrow && bn != wide) cfgs.push_back({bn, std::min(3, most), 4});
-  for (const Fp8GemmConfig& cfg : cfgs) {
-    Status st;
-    const auto bits = run_fp8(c, o, &cfg, &st);
-    ASSERT_TRUE(st.ok()) << cfg.describe() << ": " << st.to_string();
-    check_output(c, e, bits, describe(c) + " " + cfg.describe());
-  }
+  for (const Fp8GemmConfig& cfg : cfgs) ASSERT_NO_FATAL_FAILURE(check_run(c, o, e, &cfg));
 }
 
 // Tail splits: the tiles of a last, partial wave cut into K ranges that meet
@@ -409,15 +414,7 @@ TEST(Fp8GemmGpuConfigs, TailSplitsMeetThroughL2) {
   cases.push_back({c, {192, 2, 1, 8}});
   for (const TailCase& tc : cases) {
     const Operands o = make_operands(tc.c, seed_of(tc.c));
-    const std::string what = describe(tc.c) + " " + tc.cfg.describe();
-    Status st;
-    const auto first = run_fp8(tc.c, o, &tc.cfg, &st);
-    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-    check_output(tc.c, expected(tc.c, o), first, what);
-    const auto second = run_fp8(tc.c, o, &tc.cfg, &st);
-    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-    const auto same = testing::compare_exact(second, first);
-    EXPECT_TRUE(same.pass) << what << ": results differ between runs: " << same.to_string();
+    ASSERT_NO_FATAL_FAILURE(check_run(tc.c, o, expected(tc.c, o), &tc.cfg, true));
   }
 }
 
@@ -491,17 +488,8 @@ TEST(Fp8GemmGpuEdges, RunsAreBitIdentical) {
   const Operands o = make_operands(c, seed_of(c));
   const Expected e = expected(c, o);
   const Fp8GemmConfig narrow{64, 2, 1};
-  for (const Fp8GemmConfig* cfg : {static_cast<const Fp8GemmConfig*>(nullptr), &narrow}) {
-    const std::string what = describe(c) + (cfg ? " " + cfg->describe() : " default config");
-    Status st;
-    const auto first = run_fp8(c, o, cfg, &st);
-    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-    const auto second = run_fp8(c, o, cfg, &st);
-    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-    const auto same = testing::compare_exact(second, first);
-    EXPECT_TRUE(same.pass) << what << ": results differ between runs: " << same.to_string();
-    check_output(c, e, first, what);
-  }
+  for (const Fp8GemmConfig* cfg : {static_cast<const Fp8GemmConfig*>(nullptr), &narrow})
+    ASSERT_NO_FATAL_FAILURE(check_run(c, o, e, cfg, true));
 }
 
 // CUDA-graph capture, as a serving loop uses it: once a call on the stream
