@@ -25,6 +25,7 @@ struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cu
   int batches;
   float alpha;
   int raster_rows;
+  int a_tail_rows;
   int tail_begin;
   int tail_parts;
   float* partial;
@@ -254,8 +255,12 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   const Fp8GemmConfig cfg =
       config ? *config : fp8_gemm_default_config(s.m, s.n, s.k, s.batches, dev->sm_count);
 
-  CUtensorMap map_a, map_b, map_r, map_d;
+  CUtensorMap map_a, map_a_tail, map_b, map_r, map_d;
+  // The last row tile's A box: its rows of M, rounded up to 8.
+  const int a_tail_rows = int(ops::ceil_div(s.m - (s.m - 1) / kBM * kBM, 8) * 8);
   KESTREL_RETURN_IF_ERROR(make_map(a, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, kBM, &map_a));
+  KESTREL_RETURN_IF_ERROR(
+      make_map(a, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, uint32_t(a_tail_rows), &map_a_tail));
   KESTREL_RETURN_IF_ERROR(
       make_map(b, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, uint32_t(cfg.block_n), &map_b));
   // R and D move in chunks of 64 rows x 64 columns (one 128-byte swizzle row).
@@ -267,9 +272,9 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   }
   const ops::Fp8TailPlan plan =
       ops::fp8_gemm_tail_plan(s.m, s.n, s.k, s.batches, cfg.block_n, cfg.tail_split, dev->sm_count);
-  Fp8GemmParams p{
-      int(s.m),   int(s.n), int(s.k), int(s.batches), alpha, cfg.raster_rows, int(plan.tail_begin),
-      plan.parts, nullptr,  nullptr};
+  Fp8GemmParams p{int(s.m),   int(s.n),        int(s.k),    int(s.batches),
+                  alpha,      cfg.raster_rows, a_tail_rows, int(plan.tail_begin),
+                  plan.parts, nullptr,         nullptr};
   if (plan.parts > 1) {
     // Arrival counts per tail tile and warpgroup (left zero by every call)
     // and a slot of fp32 sums per part: 2 x 128 threads x block_n / 2.
@@ -290,7 +295,7 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   ls.grid = dim3(unsigned(plan.grid));
   ls.block = dim3(kThreads);
   ls.smem_bytes = size_t(ops::fp8_gemm_smem_bytes(cfg.block_n, cfg.stages));
-  return kernel(ls, stream, map_a, map_b, map_r, map_d, p);
+  return kernel(ls, stream, map_a, map_a_tail, map_b, map_r, map_d, p);
 }
 
 }  // namespace kestrel
