@@ -7,12 +7,13 @@
 // layout) and nothing is converted on the way.
 //
 // Stages (ThunderKittens-style roles), one CTA per SM, persistent over tiles
-// of 128 x BN outputs:
-//  - producer warp: TMA loads of A (128 rows x 128 B) and B (BN rows x 128 B),
+// of BM x BN outputs (BM 128, or 64 where M is: a single consumer warpgroup
+// then, and a stage's A region half as large, so the ring holds more of B):
+//  - producer warp: TMA loads of A (BM rows x 128 B) and B (BN rows x 128 B),
 //    128-byte swizzled, into a STAGES-deep mbarrier ring; and, once a
 //    consumer warpgroup has started a tile, that tile's R rows into the
 //    warpgroup's output buffer, so R arrives during the K loop;
-//  - two consumer warpgroups, 64 rows of the tile each: four m64nBNk32
+//  - BM / 64 consumer warpgroups, 64 rows of the tile each: four m64nBNk32
 //    wgmmas a stage into a stage sum, added to the tile's fp32 sum in
 //    registers (exact to fp32 rounding, which e4m3 wgmma alone is not);
 //    up to 128 columns, two stage sums, the next stage's wgmmas issued
@@ -46,20 +47,20 @@ struct Fp8GemmParams {
   int a_tail_rows;  // rows of A a stage of the last row tile loads: M's rows there, to 8
   int tail_begin;   // the first tile cut into parts (tiles when none is)
   int tail_parts;   // K ranges per tail tile (1: no tail split)
-  float* partial;   // [tail tiles][tail_parts][2 warpgroups][BN / 8][128] float4 slots
-  unsigned* arrivals;  // [tail tiles][2 warpgroups], zero between calls
+  float* partial;   // [tail tiles][tail_parts][BM / 64 warpgroups][BN / 8][128] float4 slots
+  unsigned* arrivals;  // [tail tiles][BM / 64 warpgroups], zero between calls
 };
 
 namespace fp8_gemm {
 
-constexpr int kBM = 128;  // rows of A per tile: two consumer warpgroups x 64
-constexpr int kBK = 128;  // K per stage: one 128-byte swizzle row of e4m3
-constexpr int kAStageBytes = kBM * kBK;
+constexpr int kBK = 128;                          // K per stage: one 128-byte swizzle row of e4m3
 constexpr int kChunkCols = 64;                    // bf16 columns per output chunk (128 B)
 constexpr int kChunkBytes = 64 * kChunkCols * 2;  // 64 rows of a warpgroup
 
-template <int BN>
+template <int BM, int BN>
 struct Smem {
+  static constexpr int kConsumers = BM / 64;  // warpgroups, 64 rows of the tile each
+  static constexpr int kAStageBytes = BM * kBK;
   static constexpr int kBStageBytes = BN * kBK;
   static constexpr int kStageBytes = kAStageBytes + kBStageBytes;
   static constexpr int kOutBytes = 64 * BN * 2;  // one warpgroup's rows of D (and R)
@@ -112,29 +113,31 @@ __device__ __forceinline__ int out_offset(int row, int col) {
 
 }  // namespace fp8_gemm
 
-template <int BN, int STAGES, bool HAS_R>
-__global__ void __launch_bounds__(384, 1)
+template <int BM, int BN, int STAGES, bool HAS_R>
+__global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     fp8_gemm_kernel(const __grid_constant__ TmaMap tmap_a,
                     const __grid_constant__ TmaMap tmap_a_tail,
                     const __grid_constant__ TmaMap tmap_b, const __grid_constant__ TmaMap tmap_r,
                     const __grid_constant__ TmaMap tmap_d,
                     const __grid_constant__ Fp8GemmParams p) {
   using namespace fp8_gemm;
-  using S = Smem<BN>;
+  using S = Smem<BM, BN>;
+  constexpr int kConsumers = S::kConsumers;
+  static_assert(BM == 64 || BM == 128, "tiles of 64 or 128 rows: one or two consumer warpgroups");
   static_assert(BN % kChunkCols == 0 && BN <= 192,
                 "tiles of 64..192 columns, whole chunks (two accumulator sets fit up to 192)");
   constexpr int kAcc = BN / 2;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u);
-  uint8_t* ring = smem;                           // [STAGES][A 128 x 128 B | B BN x 128 B]
-  uint8_t* out = smem + STAGES * S::kStageBytes;  // [2 warpgroups][BN / 64 chunks][64 x 128 B]
-  uint64_t* full = reinterpret_cast<uint64_t*>(out + 2 * S::kOutBytes);
+  uint8_t* ring = smem;                           // [STAGES][A BM x 128 B | B BN x 128 B]
+  uint8_t* out = smem + STAGES * S::kStageBytes;  // [warpgroups][BN / 64 chunks][64 x 128 B]
+  uint64_t* full = reinterpret_cast<uint64_t*>(out + kConsumers * S::kOutBytes);
   uint64_t* empty = full + STAGES;
-  uint64_t* r_full = empty + STAGES;  // [2]: a warpgroup's R rows have landed
-  uint64_t* out_free = r_full + 2;    // [2]: its buffer's last store has left shared memory
-  int* last_part = reinterpret_cast<int*>(out_free + 2);  // [2]: a warpgroup's part came last
+  uint64_t* r_full = empty + STAGES;         // [warpgroups]: its R rows have landed
+  uint64_t* out_free = r_full + kConsumers;  // [warpgroups]: its buffer's last store has left
+  int* last_part = reinterpret_cast<int*>(out_free + kConsumers);  // [warpgroups]: came last
 
-  const int tiles_m = (p.m + kBM - 1) / kBM, tiles_n = (p.n + BN - 1) / BN;
+  const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
   const int tiles = tiles_m * tiles_n * p.batches;
   const int k_stages = (p.k + kBK - 1) / kBK;
   const int wg = threadIdx.x / 128;
@@ -143,9 +146,9 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], 2);  // one arrival per consumer warpgroup
+      ptx::mbar_init(&empty[s], kConsumers);  // one arrival per consumer warpgroup
     }
-    for (int w = 0; w < 2; ++w) {
+    for (int w = 0; w < kConsumers; ++w) {
       ptx::mbar_init(&r_full[w], 1);
       ptx::mbar_init(&out_free[w], 1);
     }
@@ -179,20 +182,19 @@ __global__ void __launch_bounds__(384, 1)
         // 30.8, H100). The stage's other rows keep stale data; their output
         // rows lie past M and are never stored.
         const bool a_tail = tc.x == tiles_m - 1;
-        ptx::mbar_arrive_expect_tx(&full[s],
-                                   (a_tail ? p.a_tail_rows : kBM) * kBK + S::kBStageBytes);
-        ptx::tma_load_3d(stage, a_tail ? &tmap_a_tail : &tmap_a, &full[s], kb * kBK, tc.x * kBM,
+        ptx::mbar_arrive_expect_tx(&full[s], (a_tail ? p.a_tail_rows : BM) * kBK + S::kBStageBytes);
+        ptx::tma_load_3d(stage, a_tail ? &tmap_a_tail : &tmap_a, &full[s], kb * kBK, tc.x * BM,
                          tc.z);
-        ptx::tma_load_3d(stage + kAStageBytes, &tmap_b, &full[s], kb * kBK, tc.y * BN, tc.z);
+        ptx::tma_load_3d(stage + S::kAStageBytes, &tmap_b, &full[s], kb * kBK, tc.y * BN, tc.z);
         // (Every part of a tail tile loads R: which one adds it is known only
         // at its end.)
         if (HAS_R && kb == r_at) {
-          for (int g = 0; g < 2; ++g) {
+          for (int g = 0; g < kConsumers; ++g) {
             ptx::mbar_wait(&out_free[g], it & 1);
             ptx::mbar_arrive_expect_tx(&r_full[g], S::kOutBytes);
             for (int c = 0; c < BN / kChunkCols; ++c)
               ptx::tma_load_3d(out + g * S::kOutBytes + c * kChunkBytes, &tmap_r, &r_full[g],
-                               tc.y * BN + c * kChunkCols, tc.x * kBM + g * 64, tc.z);
+                               tc.y * BN + c * kChunkCols, tc.x * BM + g * 64, tc.z);
           }
         }
       }
@@ -211,7 +213,8 @@ __global__ void __launch_bounds__(384, 1)
   // bf16 step), so each stage's four wgmmas sum into `part`, which fp32
   // adds then fold into `acc` (DeepGEMM's promotion, at every 128 of K).
   // The other consumer warpgroup's wgmmas keep the tensor cores busy
-  // meanwhile.
+  // meanwhile (BM = 64 has none: a tile whose M is that small waits on B's
+  // bytes, not on the tensor cores).
   // Up to 128 columns a second `part` fits (64 + 2 x 64 registers): the
   // warpgroup issues stage s + 1 before it folds stage s, so its own
   // wgmmas queue back to back instead of waiting out each fold.
@@ -223,7 +226,7 @@ __global__ void __launch_bounds__(384, 1)
     ptx::mbar_wait(&full[s], (rr / STAGES) & 1);
     const uint8_t* stage = ring + s * S::kStageBytes;
     const uint64_t desc_a = ptx::smem_desc_sw128(stage + cw * 64 * kBK);
-    const uint64_t desc_b = ptx::smem_desc_sw128(stage + kAStageBytes);
+    const uint64_t desc_b = ptx::smem_desc_sw128(stage + S::kAStageBytes);
     ptx::wgmma_fence();
     // 32 bytes of K along the swizzled row: +2 in the descriptor.
 #pragma unroll
@@ -254,15 +257,15 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int kAcc4 = kAcc / 4;
     const int tid = threadIdx.x % 128, tail = w.tile - p.tail_begin;
     float4* const slots = reinterpret_cast<float4*>(p.partial) +
-                          ((long long)tail * p.tail_parts * 2 + cw) * kAcc4 * 128 + tid;
-    const long long part_step = 2LL * kAcc4 * 128;
+                          ((long long)tail * p.tail_parts * kConsumers + cw) * kAcc4 * 128 + tid;
+    const long long part_step = (long long)kConsumers * kAcc4 * 128;
 #pragma unroll
     for (int a = 0; a < kAcc4; ++a)
       __stcg(slots + w.part * part_step + a * 128,
              make_float4(acc[4 * a], acc[4 * a + 1], acc[4 * a + 2], acc[4 * a + 3]));
     ptx::named_barrier(1 + cw, 128);
     if (lead) {
-      unsigned* const count = p.arrivals + tail * 2 + cw;
+      unsigned* const count = p.arrivals + tail * kConsumers + cw;
       const bool last = ptx::atom_add_acq_rel_gpu(count, 1u) == unsigned(p.tail_parts - 1);
       if (last) *count = 0u;  // ready for the next call
       last_part[cw] = last;
@@ -350,7 +353,7 @@ __global__ void __launch_bounds__(384, 1)
     if (lead) {
       for (int c = 0; c < BN / kChunkCols; ++c)
         ptx::tma_store_3d(&tmap_d, my_out + c * kChunkBytes, tc.y * BN + c * kChunkCols,
-                          tc.x * kBM + cw * 64, tc.z);
+                          tc.x * BM + cw * 64, tc.z);
       ptx::bulk_commit();
     }
   }

@@ -16,15 +16,19 @@ namespace kestrel {
 
 // One point of the FP8 GEMM kernel's configuration space.
 struct Fp8GemmConfig {
-  int block_n = 192;    // columns of D per CTA tile (rows are 128): 64, 128 or 192
+  int block_n = 192;    // columns of D per CTA tile: 64, 128 or 192
   int stages = 4;       // shared-memory pipeline depth (128 K values a stage)
   int raster_rows = 8;  // row tiles of a raster group: the CTAs running at once share B in L2
   // K ranges each tile of the last, partial wave is cut into, run on the SMs
   // that wave would leave idle and added through L2 (1: none). At most this
   // many: as many as the idle SMs and K's 128-value stages allow.
   int tail_split = 1;
+  // Consumer warpgroups per CTA, 64 rows of the tile each: 2, or 1 (tiles
+  // of 64 rows, whose smaller A stages leave room for more of B in flight:
+  // the heuristic's choice for M <= 64).
+  int consumer_groups = 2;
 
-  std::string describe() const;  // "bn192 s4 r8 t1"
+  std::string describe() const;  // "bn192 s4 r8 t1", "bn64 s13 r8 t1 c1"
 };
 
 // Every configuration that fits in shared memory.

@@ -41,12 +41,13 @@ Status read_shape(const Params& p, Fp8Shape* s) {
 
 bool read_config(const Params& p, Fp8GemmConfig* cfg) {
   if (p.integer("bn") == 0 && p.integer("stages") == 0 && p.integer("raster") == 0 &&
-      p.integer("tail") == 0)
+      p.integer("tail") == 0 && p.integer("consumers") == 0)
     return false;
   const Fp8GemmConfig d;
   cfg->block_n = p.integer("bn") ? int(p.integer("bn")) : d.block_n;
-  cfg->stages =
-      p.integer("stages") ? int(p.integer("stages")) : ops::fp8_gemm_max_stages(cfg->block_n);
+  cfg->consumer_groups = p.integer("consumers") ? int(p.integer("consumers")) : d.consumer_groups;
+  cfg->stages = p.integer("stages") ? int(p.integer("stages"))
+                                    : ops::fp8_gemm_max_stages(cfg->consumer_groups, cfg->block_n);
   cfg->raster_rows = p.integer("raster") ? int(p.integer("raster")) : d.raster_rows;
   cfg->tail_split = p.integer("tail") ? int(p.integer("tail")) : d.tail_split;
   return true;
@@ -163,7 +164,8 @@ std::vector<std::map<std::string, std::string>> fp8_configs(const Params&) {
     out.push_back({{"bn", std::to_string(c.block_n)},
                    {"stages", std::to_string(c.stages)},
                    {"raster", std::to_string(c.raster_rows)},
-                   {"tail", std::to_string(c.tail_split)}});
+                   {"tail", std::to_string(c.tail_split)},
+                   {"consumers", std::to_string(c.consumer_groups)}});
   return out;
 }
 
@@ -201,6 +203,11 @@ void register_fp8_gemm_ops(OpRegistry& reg) {
          ParamKind::kInt,
          "0",
          "config: K parts of each tile of a last, partial wave, at most (0: default 1, none)",
+         {}},
+        {"consumers",
+         ParamKind::kInt,
+         "0",
+         "config: consumer warpgroups, 64 tile rows each: 2, or 1 (0: default 2)",
          {}}},
        check_fp8,
        bench_fp8,

@@ -32,19 +32,21 @@ struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cu
   unsigned* arrivals;
 };
 
-// kernels/fp8_gemm.cuh: a tile's rows, the K of a stage, its threads (a
-// producer and two consumer warpgroups), the tile widths it compiles for.
-constexpr int kBM = 128, kBK = 128;
-constexpr int kThreads = 384;
+// kernels/fp8_gemm.cuh: the K of a stage, the tile widths it compiles for;
+// a tile has 64 rows per consumer warpgroup, and a producer warpgroup.
+constexpr int kBK = 128;
 const int kBlockNs[] = {64, 128, 192};
+const int kConsumerGroups[] = {2, 1};
 const int kTailSplits[] = {1, 2, 4, 8};
 
 struct Fp8Shape {
   int64_t batches, m, n, k;
 };
 
-int64_t tiles_of(const Fp8Shape& s, int block_n) {
-  return ops::ceil_div(s.m, kBM) * ops::ceil_div(s.n, block_n) * s.batches;
+int block_m(const Fp8GemmConfig& c) { return 64 * c.consumer_groups; }
+
+int64_t tiles_of(const Fp8Shape& s, int block_m, int block_n) {
+  return ops::ceil_div(s.m, block_m) * ops::ceil_div(s.n, block_n) * s.batches;
 }
 
 Status check_operand(const TensorView& t, DType dtype, const char* name) {
@@ -118,9 +120,9 @@ Status validate(const TensorView& a, const TensorView& b, const TensorView* r, c
                          {sa.batches, "a: L"}})
     KESTREL_RETURN_IF_ERROR(ops::check_at_most(v, lim, name, "32-bit TMA coordinates"));
   *s = {sa.batches, sa.rows, sb.rows, sa.cols};
-  // The kernel counts tiles (the narrowest: 128 x 64) in 32 bits.
-  if (tiles_of(*s, kBlockNs[0]) > lim)
-    return Status::InvalidArgument("a, b: L x M x N must be under 2^31 tiles of 128 x 64, got " +
+  // The kernel counts tiles (the smallest: 64 x 64) in 32 bits.
+  if (tiles_of(*s, 64, kBlockNs[0]) > lim)
+    return Status::InvalidArgument("a, b: L x M x N must be under 2^31 tiles of 64 x 64, got " +
                                    a.describe() + " x " + b.describe());
   return Status::Ok();
 }
@@ -137,6 +139,9 @@ Status check_config(const Fp8GemmConfig& c, const rt::DeviceInfo* dev) {
   if (std::find(std::begin(kBlockNs), std::end(kBlockNs), c.block_n) == std::end(kBlockNs))
     return Status::InvalidArgument("config: block_n must be 64, 128 or 192, got " +
                                    std::to_string(c.block_n));
+  if (c.consumer_groups != 1 && c.consumer_groups != 2)
+    return Status::InvalidArgument("config: consumer_groups must be 1 or 2, got " +
+                                   std::to_string(c.consumer_groups));
   if (c.stages < 2)
     return Status::InvalidArgument("config: stages must be at least 2, got " +
                                    std::to_string(c.stages));
@@ -146,7 +151,7 @@ Status check_config(const Fp8GemmConfig& c, const rt::DeviceInfo* dev) {
   if (c.tail_split < 1)
     return Status::InvalidArgument("config: tail_split must be positive, got " +
                                    std::to_string(c.tail_split));
-  const int smem = ops::fp8_gemm_smem_bytes(c.block_n, c.stages);
+  const int smem = ops::fp8_gemm_smem_bytes(c.consumer_groups, c.block_n, c.stages);
   if (smem > std::min(dev->max_smem_per_block_optin, ops::kGemmSmemLimit))
     return Status::InvalidArgument("config: " + c.describe() + " needs " + std::to_string(smem) +
                                    " bytes of shared memory, more than the GPU allows");
@@ -159,31 +164,34 @@ namespace ops {
 
 rt::KernelSpec fp8_gemm_kernel_spec(const Fp8GemmConfig& cfg, bool has_r) {
   return {"fp8_gemm.cuh",
-          "kestrel::fp8_gemm_kernel<" + std::to_string(cfg.block_n) + ", " +
-              std::to_string(cfg.stages) + ", " + (has_r ? "true" : "false") + ">",
+          "kestrel::fp8_gemm_kernel<" + std::to_string(block_m(cfg)) + ", " +
+              std::to_string(cfg.block_n) + ", " + std::to_string(cfg.stages) + ", " +
+              (has_r ? "true" : "false") + ">",
           {}};
 }
 
-int fp8_gemm_smem_bytes(int block_n, int stages) {
-  const int stage = kBM * kBK + block_n * kBK;
-  const int out = 2 * 64 * block_n * 2;
-  const int barriers = (2 * stages + 4) * 8 + 2 * 4;  // and the two last-part flags
+int fp8_gemm_smem_bytes(int consumer_groups, int block_n, int stages) {
+  const int stage = 64 * consumer_groups * kBK + block_n * kBK;
+  const int out = consumer_groups * 64 * block_n * 2;
+  // full and empty per stage, R landed and buffer free per warpgroup, and
+  // the warpgroups' last-part flags.
+  const int barriers = (2 * stages + 2 * consumer_groups) * 8 + consumer_groups * 4;
   return 1024 /* alignment slack */ + stages * stage + out + barriers;
 }
 
-Fp8TailPlan fp8_gemm_tail_plan(int64_t m, int64_t n, int64_t k, int64_t batches, int block_n,
-                               int tail_split, int sm_count) {
-  const int64_t tiles = tiles_of({batches, m, n, k}, block_n);
+Fp8TailPlan fp8_gemm_tail_plan(int64_t m, int64_t n, int64_t k, int64_t batches,
+                               const Fp8GemmConfig& cfg, int sm_count) {
+  const int64_t tiles = tiles_of({batches, m, n, k}, block_m(cfg), cfg.block_n);
   const int64_t waves = tiles / sm_count, rest = tiles % sm_count;
   const int64_t parts =
-      rest ? std::min<int64_t>({tail_split, sm_count / rest, ceil_div(k, kBK)}) : 1;
+      rest ? std::min<int64_t>({cfg.tail_split, sm_count / rest, ceil_div(k, kBK)}) : 1;
   if (parts <= 1) return {std::min<int64_t>(tiles, sm_count), tiles, 0, 1};
   return {waves ? sm_count : rest * parts, waves * sm_count, rest, int(parts)};
 }
 
-int fp8_gemm_max_stages(int block_n) {
+int fp8_gemm_max_stages(int consumer_groups, int block_n) {
   int s = 2;
-  while (fp8_gemm_smem_bytes(block_n, s + 1) <= kGemmSmemLimit) ++s;
+  while (fp8_gemm_smem_bytes(consumer_groups, block_n, s + 1) <= kGemmSmemLimit) ++s;
   return s;
 }
 
@@ -191,15 +199,17 @@ int fp8_gemm_max_stages(int block_n) {
 
 std::string Fp8GemmConfig::describe() const {
   return "bn" + std::to_string(block_n) + " s" + std::to_string(stages) + " r" +
-         std::to_string(raster_rows) + " t" + std::to_string(tail_split);
+         std::to_string(raster_rows) + " t" + std::to_string(tail_split) +
+         (consumer_groups == 2 ? "" : " c" + std::to_string(consumer_groups));
 }
 
 std::vector<Fp8GemmConfig> fp8_gemm_config_space() {
   std::vector<Fp8GemmConfig> out;
-  for (int bn : kBlockNs)
-    for (int s = 2; s <= ops::fp8_gemm_max_stages(bn); ++s)
-      for (int r : {1, 4, 8, 16})
-        for (int t : kTailSplits) out.push_back({bn, s, r, t});
+  for (int c : kConsumerGroups)
+    for (int bn : kBlockNs)
+      for (int s = 2; s <= ops::fp8_gemm_max_stages(c, bn); ++s)
+        for (int r : {1, 4, 8, 16})
+          for (int t : kTailSplits) out.push_back({bn, s, r, t, c});
   return out;
 }
 
@@ -219,25 +229,39 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   // (4 parts), 4096^3 bn192 128 -> 122 (3), M128 N1024 K16384 bn64 35 ->
   // 16 (8); M2048 N2048 K8192 stays at bn128 (58 us, bn192 in 3 parts 62)
   // and M128 N8192 K8192 at bn64 (25 us, bn128 in 2 parts 28).
+  // M of 64 or fewer takes 64-row tiles of one consumer warpgroup: such a
+  // tile waits on B's bytes, and the half-size A region leaves room for
+  // more of B in flight (bn64: 13 stages for 8; H100, N8192 + R: M1 29.7 ->
+  // 28.9 us, M16 N7168 K2048 12.5 -> 11.3). Their MMAs are not what limits
+  // them, so a width costs its bytes and a smaller fixed cost, bn + 12:
+  // fitted to sweeps of every width and split at M8-32 (session 44, H100),
+  // where bn + 40 took bn192 in 3 parts at N8192 K16384 (55 us, bn64 51)
+  // and bn128 in 4 parts at M32 N4096 K14336 (29.5, bn64 in 2 parts 27.9);
+  // any fixed cost in 1..22 picks the same, and N16384 K8192 needs one
+  // above 0 (bn128 50.7, bn64 51.5: equal bytes per SM).
   const Fp8Shape s{batches, m, n, k};
   const double k_stages = double(ops::ceil_div(k, kBK));
   Fp8GemmConfig best;
+  best.consumer_groups = m <= 64 ? 1 : 2;
   double best_cost = 0;
   for (int bn : kBlockNs)
     for (int t : kTailSplits) {
+      Fp8GemmConfig c = best;
+      c.block_n = bn;
+      c.tail_split = t;
       // (A split clamped to the same parts costs the same: the smaller wins.)
-      const ops::Fp8TailPlan plan = ops::fp8_gemm_tail_plan(m, n, k, batches, bn, t, sm_count);
-      const int64_t tiles = tiles_of(s, bn), waves = tiles / sm_count;
+      const ops::Fp8TailPlan plan = ops::fp8_gemm_tail_plan(m, n, k, batches, c, sm_count);
+      const int64_t tiles = tiles_of(s, block_m(c), bn), waves = tiles / sm_count;
       double tail = tiles % sm_count ? 1.0 : 0.0;
       if (plan.parts > 1) tail = (std::ceil(k_stages / plan.parts) + 10) / k_stages;
-      const double cost = (double(waves) + tail) * (bn + 40);
+      const double cost = (double(waves) + tail) * (bn + (c.consumer_groups == 2 ? 40 : 12));
       if (best_cost == 0 || cost < best_cost) {
         best_cost = cost;
         best.block_n = bn;
         best.tail_split = t;
       }
     }
-  best.stages = ops::fp8_gemm_max_stages(best.block_n);
+  best.stages = ops::fp8_gemm_max_stages(best.consumer_groups, best.block_n);
   return best;
 }
 
@@ -257,8 +281,9 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
 
   CUtensorMap map_a, map_a_tail, map_b, map_r, map_d;
   // The last row tile's A box: its rows of M, rounded up to 8.
-  const int a_tail_rows = int(ops::ceil_div(s.m - (s.m - 1) / kBM * kBM, 8) * 8);
-  KESTREL_RETURN_IF_ERROR(make_map(a, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, kBM, &map_a));
+  const int bm = block_m(cfg);
+  const int a_tail_rows = int(ops::ceil_div(s.m - (s.m - 1) / bm * bm, 8) * 8);
+  KESTREL_RETURN_IF_ERROR(make_map(a, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, uint32_t(bm), &map_a));
   KESTREL_RETURN_IF_ERROR(
       make_map(a, CU_TENSOR_MAP_DATA_TYPE_UINT8, kBK, uint32_t(a_tail_rows), &map_a_tail));
   KESTREL_RETURN_IF_ERROR(
@@ -271,19 +296,21 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
     map_r = map_d;  // unused
   }
   const ops::Fp8TailPlan plan =
-      ops::fp8_gemm_tail_plan(s.m, s.n, s.k, s.batches, cfg.block_n, cfg.tail_split, dev->sm_count);
+      ops::fp8_gemm_tail_plan(s.m, s.n, s.k, s.batches, cfg, dev->sm_count);
   Fp8GemmParams p{int(s.m),   int(s.n),        int(s.k),    int(s.batches),
                   alpha,      cfg.raster_rows, a_tail_rows, int(plan.tail_begin),
                   plan.parts, nullptr,         nullptr};
   if (plan.parts > 1) {
     // Arrival counts per tail tile and warpgroup (left zero by every call)
-    // and a slot of fp32 sums per part: 2 x 128 threads x block_n / 2.
+    // and a slot of fp32 sums per part: warpgroups x 128 threads x block_n / 2.
     void* arrivals = nullptr;
     void* partial = nullptr;
-    KESTREL_RETURN_IF_ERROR(
-        rt::stream_workspace(stream, size_t(plan.tail_tiles) * 2 * sizeof(unsigned), &arrivals));
+    const size_t groups = size_t(cfg.consumer_groups);
     KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
-        stream, size_t(plan.tail_tiles * plan.parts) * 256 * (cfg.block_n / 2) * sizeof(float),
+        stream, size_t(plan.tail_tiles) * groups * sizeof(unsigned), &arrivals));
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(
+        stream,
+        size_t(plan.tail_tiles * plan.parts) * groups * 128 * (cfg.block_n / 2) * sizeof(float),
         &partial, rt::WorkspaceUse::kScratch));
     p.arrivals = static_cast<unsigned*>(arrivals);
     p.partial = static_cast<float*>(partial);
@@ -293,8 +320,8 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(ops::fp8_gemm_kernel_spec(cfg, r != nullptr), &kernel));
   rt::LaunchShape ls;
   ls.grid = dim3(unsigned(plan.grid));
-  ls.block = dim3(kThreads);
-  ls.smem_bytes = size_t(ops::fp8_gemm_smem_bytes(cfg.block_n, cfg.stages));
+  ls.block = dim3(unsigned(128 * (1 + cfg.consumer_groups)));
+  ls.smem_bytes = size_t(ops::fp8_gemm_smem_bytes(cfg.consumer_groups, cfg.block_n, cfg.stages));
   return kernel(ls, stream, map_a, map_a_tail, map_b, map_r, map_d, p);
 }
 

@@ -119,6 +119,7 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(fp8_gemm_kernel_spec({192, 4, 8}, true));
   specs.push_back(fp8_gemm_kernel_spec({128, 6, 8}, false));
   specs.push_back(fp8_gemm_kernel_spec({64, 8, 8}, true));
+  specs.push_back(fp8_gemm_kernel_spec({64, 13, 8, 1, 1}, true));
   append_rowwise_specs(&specs);
   for (const char* evict : {"false", "true"})
     specs.push_back(
@@ -148,7 +149,7 @@ std::vector<rt::KernelSpec> configuration_space_specs() {
         specs.push_back(gemm_kernel_spec(DType::kBF16, c, false, dual));
   }
   for (const Fp8GemmConfig& c : fp8_gemm_config_space())
-    if (c.stages == fp8_gemm_max_stages(c.block_n))
+    if (c.stages == fp8_gemm_max_stages(c.consumer_groups, c.block_n))
       for (bool has_r : {false, true}) specs.push_back(fp8_gemm_kernel_spec(c, has_r));
   // Run-time parameters (a GEMV's items, a raster, a tail split) share a
   // kernel: each is compiled once.

@@ -2,12 +2,12 @@
 // reference (ref::fp8_gemm_add): the golden case, edge shapes (M = 1, the
 // smallest K, sizes off the 128 x block_n tile, deep K), with and without R,
 // alpha != 1 (negative and tiny too), normal and wide-range e4m3 data, batches
-// (rank-3 views), every tile width at the shallowest and deepest pipelines
-// and two raster groupings, persistent CTAs taking many tiles, an in-place
-// residual (r == d), padded row strides (N off 8, K off 16), tail splits
-// meeting through L2, CUDA-graph capture, poisoned outputs (every element
-// written, no row padding touched), determinism, empty problems, and
-// argument errors. Large products are checked on a sample of
+// (rank-3 views), every tile (64 or 128 rows, every width) at the shallowest
+// and deepest pipelines and two raster groupings, persistent CTAs taking
+// many tiles, an in-place residual (r == d), padded row strides (N off 8, K
+// off 16), tail splits meeting through L2, CUDA-graph capture, poisoned
+// outputs (every element written, no row padding touched), determinism,
+// empty problems, and argument errors. Large products are checked on a sample of
 // elements (sample_positions), the rest only for being written.
 //
 // Pass rule: compare_fp8_gemm_add (compare.h) against the reference's
@@ -266,11 +266,12 @@ TEST_P(Fp8GemmGpu, MatchesReference) {
 std::vector<Fp8Case> cases() {
   std::vector<Fp8Case> v;
   // M = 1, the smallest dense K (one 16-byte row), N off the tile (200, 264, 136),
-  // deep K, M off the 128-row tile (77, 129, 300, 1000). Each shape with and
-  // without R; the data, alpha and view rank vary along the list.
-  const int64_t dims[][3] = {{1, 128, 256},    {1, 8, 16},       {77, 200, 512},
-                             {128, 256, 1024}, {129, 264, 4096}, {256, 512, 128},
-                             {300, 136, 8192}, {1000, 1000, 272}};
+  // deep K, M off the 128-row tile (77, 129, 300, 1000), M <= 64 in 64-row
+  // tiles (40, 64). Each shape with and without R; the data, alpha and view
+  // rank vary along the list.
+  const int64_t dims[][3] = {{1, 128, 256},    {1, 8, 16},      {77, 200, 512},   {128, 256, 1024},
+                             {129, 264, 4096}, {256, 512, 128}, {300, 136, 8192}, {1000, 1000, 272},
+                             {40, 520, 2048},  {64, 136, 272}};
   int i = 0;
   for (const auto& s : dims)
     for (bool has_r : {true, false}) {
@@ -337,49 +338,56 @@ TEST(Fp8GemmGpuGolden, MatchesGoldenCase) {
   }
 }
 
-// block_n -> the most stages that fit, over the configuration space.
-std::map<int, int> deepest_stages() {
-  std::map<int, int> deepest;
-  for (const Fp8GemmConfig& cfg : fp8_gemm_config_space())
-    deepest[cfg.block_n] = std::max(deepest[cfg.block_n], cfg.stages);
+// (consumer_groups, block_n) -> the most stages that fit, over the
+// configuration space.
+std::map<std::pair<int, int>, int> deepest_stages() {
+  std::map<std::pair<int, int>, int> deepest;
+  for (const Fp8GemmConfig& cfg : fp8_gemm_config_space()) {
+    int& most = deepest[{cfg.consumer_groups, cfg.block_n}];
+    most = std::max(most, cfg.stages);
+  }
   return deepest;
 }
 
-// Every tile width of the space at 2 stages and at its deepest ring, raster
-// groups of 1 and 4 row tiles, on tiles off both edges (3 x 9 tiles of bn64,
-// 3 x 3 of bn192; 4 stages of K with a 16-value tail).
-TEST(Fp8GemmGpuConfigs, EveryTileWidthAtBothDepths) {
+// Every tile of the space (64 or 128 rows, every width) at 2 stages and at
+// its deepest ring, raster groups of 1 and 4 row tiles, on tiles off both
+// edges (3 x 9 tiles of 128 x 64, 5 x 3 of 64 x 192; 4 stages of K with a
+// 16-value tail).
+TEST(Fp8GemmGpuConfigs, EveryTileAtBothDepths) {
   KESTREL_REQUIRE_GPU();
-  const std::map<int, int> deepest = deepest_stages();
-  ASSERT_GE(deepest.size(), 3u);
+  const auto deepest = deepest_stages();
+  ASSERT_GE(deepest.size(), 6u);
   const Fp8Case c = shape(300, 520, 400);
   const Operands o = make_operands(c, seed_of(c));
   const Expected e = expected(c, o);
-  for (const auto& [bn, most] : deepest)
+  for (const auto& [tile, most] : deepest)
     for (int stages : {2, most})
       for (int raster : {1, 4}) {
-        const Fp8GemmConfig cfg{bn, stages, raster};
+        const Fp8GemmConfig cfg{tile.second, stages, raster, 1, tile.first};
         ASSERT_NO_FATAL_FAILURE(check_run(c, o, e, &cfg));
       }
 }
 
-// Persistent CTAs: 8 x 16 x 3 tiles of bn64 (about 3 a CTA on 132 SMs, and
-// 2 of the widest tiles), 3 stages of K a tile against rings of 2 and
-// deeper, raster groups wider than the 8 row tiles and ones that leave a
-// partial group.
+// Persistent CTAs: 8 x 16 x 3 tiles of 128 x 64 (about 3 a CTA on 132 SMs;
+// 2 of 128 x 192, 6 of 64 x 64), 3 stages of K a tile against rings of 2
+// and deeper, raster groups wider than the 8 row tiles and ones that leave
+// a partial group.
 TEST(Fp8GemmGpuConfigs, PersistentCtasTakeManyTiles) {
   KESTREL_REQUIRE_GPU();
   Fp8Case c = shape(1000, 1000, 272, 3);
   c.data = Data::kWide;
   const Operands o = make_operands(c, seed_of(c));
   const Expected e = expected(c, o);
-  const std::map<int, int> deepest = deepest_stages();
-  ASSERT_FALSE(deepest.empty());
-  const int narrow = deepest.begin()->first, wide = deepest.rbegin()->first;
-  std::vector<Fp8GemmConfig> cfgs = {
-      {narrow, 2, 1}, {narrow, deepest.at(narrow), 16}, {wide, 2, 3}, {wide, deepest.at(wide), 8}};
-  for (const auto& [bn, most] : deepest)
-    if (bn != narrow && bn != wide) cfgs.push_back({bn, std::min(3, most), 4});
+  const auto deepest = deepest_stages();
+  std::vector<Fp8GemmConfig> cfgs;
+  for (int g : {1, 2}) {
+    const int most_narrow = deepest.at({g, 64}), most_wide = deepest.at({g, 192});
+    cfgs.insert(cfgs.end(), {{64, 2, 1, 1, g},
+                             {64, most_narrow, 16, 1, g},
+                             {192, 2, 3, 1, g},
+                             {192, most_wide, 8, 1, g},
+                             {128, std::min(3, deepest.at({g, 128})), 4, 1, g}});
+  }
   for (const Fp8GemmConfig& cfg : cfgs) ASSERT_NO_FATAL_FAILURE(check_run(c, o, e, &cfg));
 }
 
@@ -412,6 +420,12 @@ TEST(Fp8GemmGpuConfigs, TailSplitsMeetThroughL2) {
   cases.push_back({c, {128, 4, 8, 4}});
   c = shape(300, 520, 208);
   cases.push_back({c, {192, 2, 1, 8}});
+  // 64-row tiles: the slots and counts of one warpgroup.
+  c = shape(40, 56, 1008, dev->sm_count + 5);
+  for (int t : {2, 8}) cases.push_back({c, {64, 3, 4, t, 1}});
+  c = shape(300, 520, 2000);
+  c.in_place = true;
+  cases.push_back({c, {128, 4, 8, 4, 1}});
   for (const TailCase& tc : cases) {
     const Operands o = make_operands(tc.c, seed_of(tc.c));
     ASSERT_NO_FATAL_FAILURE(check_run(tc.c, o, expected(tc.c, o), &tc.cfg, true));
@@ -670,6 +684,10 @@ TEST(Fp8GemmArgs, BadArgumentsNameTheRule) {
     expect_rule(fp8_gemm_add(da, db, 1.0f, nullptr, dd, nullptr, &cfg), "config: stages");
     cfg = Fp8GemmConfig{128, 2, 0};
     expect_rule(fp8_gemm_add(da, db, 1.0f, nullptr, dd, nullptr, &cfg), "config: raster_rows");
+    cfg = Fp8GemmConfig{128, 2, 1, 1, 3};
+    expect_rule(fp8_gemm_add(da, db, 1.0f, nullptr, dd, nullptr, &cfg), "config: consumer_groups");
+    cfg = Fp8GemmConfig{64, 14, 1, 1, 1};  // one stage past 64-row tiles' deepest ring
+    expect_rule(fp8_gemm_add(da, db, 1.0f, nullptr, dd, nullptr, &cfg), "shared memory");
   }
 }
 
