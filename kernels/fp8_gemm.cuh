@@ -2,7 +2,8 @@
 //
 //   D[l][m][n] = bf16( bf16(alpha * sum_k A[l][m][k] * B[l][n][k]) + R[l][m][n] )
 //
-// (HAS_R false: D = bf16(alpha * A B^T).) A and B are K-major, so both reach
+// (HAS_R false: D = bf16(alpha * A B^T); alpha times the device scales
+// the parameters point to, if any.) A and B are K-major, so both reach
 // wgmma from shared memory through descriptors (e4m3 wgmma takes no other
 // layout) and nothing is converted on the way.
 //
@@ -49,6 +50,8 @@ struct Fp8GemmParams {
   int tail_parts;   // K ranges per tail tile (1: no tail split)
   float* partial;   // [tail tiles][tail_parts][BM / 64 warpgroups][BN / 8][128] float4 slots
   unsigned* arrivals;  // [tail tiles][BM / 64 warpgroups], zero between calls
+  const float* scale_a;  // device scales alpha is multiplied by (null: 1)
+  const float* scale_b;
 };
 
 namespace fp8_gemm {
@@ -207,6 +210,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   const int cw = wg - 1;  // rows 64 cw .. of the tile
   const bool lead = threadIdx.x % 128 == 0;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  // (alpha * sa) * sb in fp32: with alpha 1, the bits of a host alpha sa * sb.
+  const float alpha =
+      p.alpha * (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
   uint8_t* my_out = out + cw * S::kOutBytes;
   // e4m3 wgmma keeps only about 14 bits of its running sum (measured here:
   // sums over K = 512 already miss the float64 reference by more than a
@@ -342,7 +348,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       for (int h = 0; h < 2; ++h) {
         const int off = out_offset(row0 + 8 * h, j * 8 + col0);
         __nv_bfloat162 v =
-            __floats2bfloat162_rn(p.alpha * acc[4 * j + 2 * h], p.alpha * acc[4 * j + 2 * h + 1]);
+            __floats2bfloat162_rn(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
         // The bf16 pair add rounds once: the correctly rounded sum.
         if constexpr (HAS_R) v = __hadd2(v, *reinterpret_cast<const __nv_bfloat162*>(my_out + off));
         *reinterpret_cast<__nv_bfloat162*>(my_out + off) = v;

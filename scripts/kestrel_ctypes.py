@@ -53,6 +53,7 @@ _SIGNATURES.update({
     "kestrel_grouped_gemm_nvfp4_packed": [_NVFP4, _P, _F32, _P, _F32, _I64, _P, _I64, _P, _I32,
                                           _P],
     "kestrel_fp8_gemm_add": [_P, _P, _F32, _P, _P, _I64, _I64, _I64, _I64, _P],
+    "kestrel_fp8_gemm_add_scaled": [_P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _I64, _P],
 })
 _SIZES = {
     "kestrel_blocked_scale_bytes": [_I64, _I64, _I64],
@@ -240,10 +241,16 @@ def grouped_gemm(lib, a, b, ends, b2=None, out_dtype=torch.bfloat16):
     return c
 
 
-def fp8_gemm_add(lib, a, b, alpha=1.0, r=None):
+def fp8_gemm_add(lib, a, b, alpha=1.0, r=None, scale_a=None, scale_b=None):
     """d = bf16(bf16(alpha a b^T) + r): a [L][M][K] (or [M][K]) and b [L][N][K]
     torch.float8_e4m3fn, r bf16 [L][M][N] or None (no add); d is a new
-    tensor (the C call itself also takes r == d, an in-place add)."""
+    tensor (the C call itself also takes r == d, an in-place add).
+    scale_a / scale_b: one-element fp32 CUDA tensors (torch._scaled_mm's),
+    read by the kernel, for alpha = scale_a * scale_b (None: 1; alpha must
+    then be left at 1)."""
+    scaled = scale_a is not None or scale_b is not None
+    if scaled and alpha != 1.0:
+        raise ValueError("fp8_gemm_add: alpha with device scales; give one or the other")
     squeeze = a.dim() == 2
     # (Held in names: a temporary's memory would go back to torch's
     # allocator before the call.)
@@ -253,6 +260,12 @@ def fp8_gemm_add(lib, a, b, alpha=1.0, r=None):
     n = b3.shape[1]
     d = torch.empty(batches, m, n, dtype=torch.bfloat16, device=a.device)
     r3 = None if r is None else (r[None] if squeeze else r).contiguous()
-    lib.call("kestrel_fp8_gemm_add", a3.data_ptr(), b3.data_ptr(), float(alpha), _ptr(r3),
-             d.data_ptr(), batches, m, n, k)
+    if scaled:
+        sa, sb = (None if s is None else s.to(torch.float32).contiguous()
+                  for s in (scale_a, scale_b))
+        lib.call("kestrel_fp8_gemm_add_scaled", a3.data_ptr(), b3.data_ptr(), _ptr(sa), _ptr(sb),
+                 _ptr(r3), d.data_ptr(), batches, m, n, k)
+    else:
+        lib.call("kestrel_fp8_gemm_add", a3.data_ptr(), b3.data_ptr(), float(alpha), _ptr(r3),
+                 d.data_ptr(), batches, m, n, k)
     return d[0] if squeeze else d

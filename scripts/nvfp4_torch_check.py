@@ -9,7 +9,8 @@ fp32 accumulation and the bf16 output rounding). Needs a Hopper GPU.
 Prints one line per case and exits 1 if any case misses the rule
 |c - ref| <= 2^-8 |ref| + 2^-12 rms(ref), or if the GEMMs on packed weights
 (kestrel_pack_gemm_weights) differ from them in any bit (M = 1's gemm runs
-the GEMV kernel on row-major weights: there the packed result meets the rule).
+the GEMV kernel on row-major weights: there the packed result meets the rule),
+or if the FP8 GEMM's device scales give other bits than their host alpha.
 """
 import argparse
 import os
@@ -101,10 +102,17 @@ def main():
         peer = torch._scaled_mm(a, b.T, scale_a=one, scale_b=one * alpha,
                                 out_dtype=torch.bfloat16) + r
         same = float((peer == d).double().mean())
-        ok &= passed
+        # The scales as torch passes them, read on the device: 0.5 * 0.74
+        # is 0.37 in fp32, so the bits must be the host alpha's.
+        sa = torch.full((), 0.5, device="cuda")
+        sb = torch.full((), 0.74, device="cuda")
+        scaled = kc.fp8_gemm_add(lib, a, b, r=r, scale_a=sa, scale_b=sb)
+        scaled_same = torch.equal(scaled, d)
+        ok &= passed and scaled_same
         print(f"fp8_gemm_add M{m} N{n} K{k}: {'PASS' if passed else 'FAIL'} (worst error "
               f"{float((err / bound).max()):.3f} of its bound); equal to torch._scaled_mm + r "
-              f"on {100 * same:.2f}% of elements")
+              f"on {100 * same:.2f}% of elements; device scales "
+              f"{'give the same bits' if scaled_same else 'DIFFER'}")
     return 0 if ok else 1
 
 

@@ -122,6 +122,12 @@ int kestrel_grouped_gemm_nvfp4_packed(const kestrel_nvfp4* a, const void* b, flo
  * no add; r == d: an in-place residual add. */
 int kestrel_fp8_gemm_add(const void* a, const void* b, float alpha, const void* r, void* d,
                          int64_t batches, int64_t m, int64_t n, int64_t k, void* stream);
+/* The same with alpha = *scale_a * *scale_b, fp32 scales in memory the GPU
+ * can read, read when the kernel runs (torch._scaled_mm's scale tensors; a
+ * captured graph replays with their values then); NULL reads as 1. */
+int kestrel_fp8_gemm_add_scaled(const void* a, const void* b, const float* scale_a,
+                                const float* scale_b, const void* r, void* d, int64_t batches,
+                                int64_t m, int64_t n, int64_t k, void* stream);
 
 #ifdef __cplusplus
 }

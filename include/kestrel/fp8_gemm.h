@@ -53,4 +53,19 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
                     const TensorView& d, cudaStream_t stream,
                     const Fp8GemmConfig* config = nullptr);
 
+// The operands' fp32 scales in device memory, read when the kernel runs
+// (torch._scaled_mm's scale_a and scale_b): dynamic scales need no host
+// round trip, and a captured CUDA graph replays with the values they hold
+// then. Null reads as 1. Each 4-byte aligned, in memory this GPU can read
+// (device, managed or page-locked host memory).
+struct Fp8DeviceScales {
+  const float* a = nullptr;
+  const float* b = nullptr;
+};
+// The same product with alpha = *scales.a * *scales.b, rounded to fp32 as a
+// host alpha of that product would be (the same bits).
+Status fp8_gemm_add(const TensorView& a, const TensorView& b, const Fp8DeviceScales& scales,
+                    const TensorView* r, const TensorView& d, cudaStream_t stream,
+                    const Fp8GemmConfig* config = nullptr);
+
 }  // namespace kestrel

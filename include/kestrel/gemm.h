@@ -102,12 +102,13 @@ Status dual_gemm_nvfp4(const Nvfp4View& a, const GemmPackedWeights& b1, const Ge
 // `count` groups one after another, group g's rows [ends[g - 1], ends[g])
 // (ends[-1] = 0), and each group is multiplied by its own weight:
 //   C[r][n] = a.global_scale * b.global_scale * sum_k A[r][k] * B[g][n][k]
-// for r in group g. ends: device int32, non-decreasing, at most M; read by
-// the kernel (no host synchronization), which takes each end as the
-// running maximum clamped to [0, M], so bad ends read and write nothing
-// out of bounds. Rows of C past the last end are not written.
+// for r in group g. ends: int32 in memory the GPU can read (device, managed
+// or page-locked host; pageable host memory is refused), non-decreasing, at
+// most M; read by the kernel (no host synchronization), which takes each
+// end as the running maximum clamped to [0, M], so bad ends read and write
+// nothing out of bounds. Rows of C past the last end are not written.
 struct GemmGroups {
-  const int32_t* ends = nullptr;  // device memory, `count` entries
+  const int32_t* ends = nullptr;  // GPU-readable memory, `count` entries
   int64_t count = 0;              // 1..1024
 };
 

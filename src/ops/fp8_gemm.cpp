@@ -30,6 +30,8 @@ struct Fp8GemmParams {  // mirrors kestrel::Fp8GemmParams in kernels/fp8_gemm.cu
   int tail_parts;
   float* partial;
   unsigned* arrivals;
+  const float* scale_a;
+  const float* scale_b;
 };
 
 // kernels/fp8_gemm.cuh: the K of a stage, the tile widths it compiles for;
@@ -265,13 +267,22 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   return best;
 }
 
-Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const TensorView* r,
-                    const TensorView& d, cudaStream_t stream, const Fp8GemmConfig* config) {
+namespace {
+
+// alpha times the scales (null: 1) the kernel reads.
+Status run_fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha,
+                        const Fp8DeviceScales& scales, const TensorView* r, const TensorView& d,
+                        cudaStream_t stream, const Fp8GemmConfig* config) {
   Fp8Shape s;
   KESTREL_RETURN_IF_ERROR(validate(a, b, r, d, &s));
+  for (auto [ptr, name] : {std::pair{scales.a, "scales.a"}, std::pair{scales.b, "scales.b"}})
+    if (reinterpret_cast<uintptr_t>(ptr) % 4 != 0)
+      return Status::InvalidArgument(std::string(name) + ": must be 4-byte aligned (fp32)");
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (config) KESTREL_RETURN_IF_ERROR(check_config(*config, dev));
+  for (auto [ptr, name] : {std::pair{scales.a, "scales.a"}, std::pair{scales.b, "scales.b"}})
+    if (ptr) KESTREL_RETURN_IF_ERROR(rt::check_device_readable(ptr, *dev, name));
   if (s.m == 0 || s.n == 0 || s.batches == 0) return Status::Ok();
   if (!dev->is_hopper())
     return Status::Unsupported("fp8_gemm_add needs an sm_90 GPU (wgmma), this GPU is " +
@@ -299,7 +310,8 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
       ops::fp8_gemm_tail_plan(s.m, s.n, s.k, s.batches, cfg, dev->sm_count);
   Fp8GemmParams p{int(s.m),   int(s.n),        int(s.k),    int(s.batches),
                   alpha,      cfg.raster_rows, a_tail_rows, int(plan.tail_begin),
-                  plan.parts, nullptr,         nullptr};
+                  plan.parts, nullptr,         nullptr,     scales.a,
+                  scales.b};
   if (plan.parts > 1) {
     // Arrival counts per tail tile and warpgroup (left zero by every call)
     // and a slot of fp32 sums per part: warpgroups x 128 threads x block_n / 2.
@@ -323,6 +335,20 @@ Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const
   ls.block = dim3(unsigned(128 * (1 + cfg.consumer_groups)));
   ls.smem_bytes = size_t(ops::fp8_gemm_smem_bytes(cfg.consumer_groups, cfg.block_n, cfg.stages));
   return kernel(ls, stream, map_a, map_a_tail, map_b, map_r, map_d, p);
+}
+
+}  // namespace
+
+Status fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha, const TensorView* r,
+                    const TensorView& d, cudaStream_t stream, const Fp8GemmConfig* config) {
+  return run_fp8_gemm_add(a, b, alpha, {}, r, d, stream, config);
+}
+
+Status fp8_gemm_add(const TensorView& a, const TensorView& b, const Fp8DeviceScales& scales,
+                    const TensorView* r, const TensorView& d, cudaStream_t stream,
+                    const Fp8GemmConfig* config) {
+  // (1 * sa) * sb: the bits of a host alpha sa * sb.
+  return run_fp8_gemm_add(a, b, 1.0f, scales, r, d, stream, config);
 }
 
 }  // namespace kestrel

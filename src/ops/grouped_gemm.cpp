@@ -61,6 +61,7 @@ Status run_grouped(const Nvfp4View& a, const Nvfp4View& b, const Nvfp4View* b2, 
   GemmConfig cfg = config ? *config : grouped_gemm_default_config(shape.m, shape.groups);
   if (!config && w_packed) cfg.stages = ops::gemm_default_stages(cfg.block_n, false, true);
   KESTREL_RETURN_IF_ERROR(check_grouped_config(cfg, shape, dual, w_packed, dev));
+  KESTREL_RETURN_IF_ERROR(rt::check_device_readable(groups.ends, *dev, "groups.ends"));
   return ops::launch_nvfp4_gemm(a, b, b2, w_packed, c, shape, cfg, stream);
 }
 

@@ -53,4 +53,29 @@ Status current_device(const DeviceInfo** out) {
   return Status::Ok();
 }
 
+Status check_device_readable(const void* p, const DeviceInfo& dev, const char* name) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return Status::InvalidArgument(std::string(name) + ": not a pointer CUDA knows");
+  }
+  switch (attr.type) {
+    case cudaMemoryTypeManaged:
+      return Status::Ok();
+    case cudaMemoryTypeHost:  // page-locked: mapped at the same address (UVA)
+      if (attr.devicePointer == p) return Status::Ok();
+      break;
+    case cudaMemoryTypeDevice:
+      if (attr.device == dev.ordinal) return Status::Ok();
+      return Status::InvalidArgument(std::string(name) + ": device memory of GPU " +
+                                     std::to_string(attr.device) + ", the call runs on GPU " +
+                                     std::to_string(dev.ordinal));
+    default:
+      break;
+  }
+  return Status::InvalidArgument(std::string(name) +
+                                 ": must point to memory the GPU can read (device, managed or "
+                                 "page-locked host memory), got pageable host memory");
+}
+
 }  // namespace kestrel::rt

@@ -22,4 +22,9 @@ struct DeviceInfo {
 Status current_device(const DeviceInfo** out);
 bool cuda_device_available();
 
+// `p` (non-null) is memory a kernel on `dev` can read: its device memory,
+// managed memory, or page-locked host memory. A pageable host pointer would
+// fault inside the kernel and end the context; this names it first.
+Status check_device_readable(const void* p, const DeviceInfo& dev, const char* name);
+
 }  // namespace kestrel::rt

@@ -333,6 +333,15 @@ TEST(CApiFp8Gpu, GemmAdd) {
                              add ? &rv : nullptr, v(d2, DType::kBF16, kGemmM, kFp8N), nullptr)
                     .ok());
     expect_same_bytes(d1, d2, add ? "fp8_gemm_add" : "fp8_gemm_add without r");
+    // Device scales whose product is the alpha above (0.5 * 0.74 = 0.37 in fp32).
+    const DeviceBuffer scales = DeviceBuffer::from(std::vector<float>{0.5f, 0.74f});
+    const auto* s = static_cast<const float*>(scales.get());
+    DeviceBuffer d3 = poisoned(d_bytes);
+    ASSERT_EQ(kestrel_fp8_gemm_add_scaled(a.get(), b.get(), s, s + 1, add ? r.get() : nullptr,
+                                          d3.get(), kL, kGemmM, kFp8N, kK, nullptr),
+              0)
+        << kestrel_last_error();
+    expect_same_bytes(d1, d3, add ? "fp8_gemm_add_scaled" : "fp8_gemm_add_scaled without r");
   }
   EXPECT_NE(kestrel_fp8_gemm_add(nullptr, b.get(), 1.0f, nullptr, r.get(), kL, kGemmM, kFp8N, kK,
                                  nullptr),

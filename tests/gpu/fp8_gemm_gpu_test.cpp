@@ -566,6 +566,77 @@ TEST(Fp8GemmGpuEdges, GraphCaptureReplays) {
   cudaStreamDestroy(stream);
 }
 
+// Scales in device memory: the same bits as a host alpha of their fp32
+// product, either scale alone, with a tail split and with 64-row tiles; a
+// captured call replays with the values the scales hold at replay.
+TEST(Fp8GemmGpuEdges, DeviceScalesMatchTheHostAlpha) {
+  KESTREL_REQUIRE_GPU();
+  const rt::DeviceInfo* dev = nullptr;
+  ASSERT_TRUE(rt::current_device(&dev).ok());
+  for (const Fp8Case& base : {shape(300, 520, 400), shape(40, 56, 1008, dev->sm_count + 5)}) {
+    const Operands o = make_operands(base, seed_of(base));
+    const DeviceBuffer a = DeviceBuffer::from(o.a), b = DeviceBuffer::from(o.b),
+                       r = DeviceBuffer::from(o.r);
+    DeviceBuffer d(size_t(base.l * base.m * base.n * 2));
+    const TensorView av = view(a.get(), DType::kE4M3, base, base.m, base.k, base.k);
+    const TensorView bv = view(b.get(), DType::kE4M3, base, base.n, base.k, base.k);
+    const TensorView rv = view(r.get(), DType::kBF16, base, base.m, base.n, base.n);
+    const TensorView dv = view(d.get(), DType::kBF16, base, base.m, base.n, base.n);
+    DeviceBuffer scales = DeviceBuffer::from(std::vector<float>{0.8125f, -2.75f});
+    const float* sa = static_cast<const float*>(scales.get());
+    const Fp8GemmConfig split{64, 3, 4, 8, 1};  // (the second shape: 5 tail tiles in 8 parts)
+    const Fp8GemmConfig* cfg = base.l > 1 ? &split : nullptr;
+    // Host alpha -> D, checked against the reference at that alpha.
+    auto host_run = [&](float alpha) {
+      Fp8Case c = base;
+      c.alpha = alpha;
+      d.poison();
+      EXPECT_TRUE(fp8_gemm_add(av, bv, alpha, &rv, dv, nullptr, cfg).ok());
+      auto bits = d.download<uint16_t>();
+      check_output(c, expected(c, o), bits, describe(c) + " host alpha");
+      return bits;
+    };
+    auto device_run = [&](const Fp8DeviceScales& sc) {
+      d.poison();
+      const Status st = fp8_gemm_add(av, bv, sc, &rv, dv, nullptr, cfg);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      return d.download<uint16_t>();
+    };
+    const float product = 0.8125f * -2.75f;
+    auto same = testing::compare_exact(device_run({sa, sa + 1}), host_run(product));
+    EXPECT_TRUE(same.pass) << describe(base) << " both scales: " << same.to_string();
+    same = testing::compare_exact(device_run({nullptr, sa + 1}), host_run(-2.75f));
+    EXPECT_TRUE(same.pass) << describe(base) << " scale b alone: " << same.to_string();
+    same = testing::compare_exact(device_run({sa, nullptr}), host_run(0.8125f));
+    EXPECT_TRUE(same.pass) << describe(base) << " scale a alone: " << same.to_string();
+
+    // Captured once (after a call that sizes the stream's workspaces),
+    // replayed after the scales change.
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_TRUE(fp8_gemm_add(av, bv, Fp8DeviceScales{sa, sa + 1}, &rv, dv, stream, cfg).ok());
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const Status st = fp8_gemm_add(av, bv, Fp8DeviceScales{sa, sa + 1}, &rv, dv, stream, cfg);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    const std::vector<float> changed{-0.3125f, 1.5f};
+    ASSERT_EQ(cudaMemcpy(scales.get(), changed.data(), 8, cudaMemcpyHostToDevice), cudaSuccess);
+    d.poison();
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto replayed = d.download<uint16_t>();
+    same = testing::compare_exact(replayed, host_run(-0.3125f * 1.5f));
+    EXPECT_TRUE(same.pass) << describe(base) << " replay: " << same.to_string();
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
 // M = 0, N = 0 or L = 0: Ok, and D (poisoned) untouched, with and without R
 // and a configuration.
 TEST(Fp8GemmGpuEdges, EmptyProblemsWriteNothing) {
@@ -668,6 +739,9 @@ TEST(Fp8GemmArgs, BadArgumentsNameTheRule) {
   expect_rule(fp8_gemm_add(TensorView::dense(dummy + 8, DType::kE4M3, {4, 32}), b, 1.0f, nullptr, d,
                            nullptr),
               "a: data must be 16-byte aligned");
+  const auto* odd = reinterpret_cast<const float*>(dummy + 2);
+  expect_rule(fp8_gemm_add(a, b, Fp8DeviceScales{odd, nullptr}, nullptr, d, nullptr),
+              "scales.a: must be 4-byte aligned");
   if (testing::cuda_device_present()) {
     // Configurations are checked against the device; on device memory, so
     // that a configuration wrongly accepted runs harmlessly.
@@ -688,6 +762,10 @@ TEST(Fp8GemmArgs, BadArgumentsNameTheRule) {
     expect_rule(fp8_gemm_add(da, db, 1.0f, nullptr, dd, nullptr, &cfg), "config: consumer_groups");
     cfg = Fp8GemmConfig{64, 14, 1, 1, 1};  // one stage past 64-row tiles' deepest ring
     expect_rule(fp8_gemm_add(da, db, 1.0f, nullptr, dd, nullptr, &cfg), "shared memory");
+    // Device scales in pageable host memory would fault in the kernel.
+    static const float host_scale = 2.0f;
+    expect_rule(fp8_gemm_add(da, db, Fp8DeviceScales{nullptr, &host_scale}, nullptr, dd, nullptr),
+                "scales.b: must point to memory the GPU can read");
   }
 }
 

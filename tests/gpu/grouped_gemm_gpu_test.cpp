@@ -278,6 +278,10 @@ TEST(GroupedGemmArgs, BadArgumentsNameTheRule) {
   if (testing::cuda_device_present()) {  // (config rules are checked where a GPU runs the call)
     const GemmConfig split{128, 4, 2};
     EXPECT_NE(message(a, b, {ends, 2}, c, &split).find("split_k 1"), std::string::npos);
+    // The kernel reads the ends: pageable host memory would fault there.
+    EXPECT_NE(
+        message(a, b, {ends, 2}, c).find("groups.ends: must point to memory the GPU can read"),
+        std::string::npos);
   }
 }
 
