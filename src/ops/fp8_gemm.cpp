@@ -235,12 +235,17 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   // tile waits on B's bytes, and the half-size A region leaves room for
   // more of B in flight (bn64: 13 stages for 8; H100, N8192 + R: M1 29.7 ->
   // 28.9 us, M16 N7168 K2048 12.5 -> 11.3). Their MMAs are not what limits
-  // them, so a width costs its bytes and a smaller fixed cost, bn + 12:
-  // fitted to sweeps of every width and split at M8-32 (session 44, H100),
-  // where bn + 40 took bn192 in 3 parts at N8192 K16384 (55 us, bn64 51)
-  // and bn128 in 4 parts at M32 N4096 K14336 (29.5, bn64 in 2 parts 27.9);
-  // any fixed cost in 1..22 picks the same, and N16384 K8192 needs one
-  // above 0 (bn128 50.7, bn64 51.5: equal bytes per SM).
+  // them, so a width costs its bytes and a smaller fixed cost, bn + 12,
+  // and a tail part its share of K plus 10 stages per part (the last part
+  // reads every part's slot; parts add no bandwidth to a stream that
+  // already has it): fitted to sweeps of every width and split at M8-32
+  // (session 44, H100), where bn + 40 and one 10-stage cost per split took
+  // bn192 in 3 parts at N8192 K16384 (55 us, bn64 51), bn128 in 4 parts at
+  // M32 N4096 K14336 (29.5, bn64 in 2 parts 27.9), 8 parts at M16 N1024
+  // K16384 (15.1, 4 parts 14.5) and 4 at M8 N2048 K8192 (14.1, 2 parts
+  // 13.9). The same picks come from 8..15 stages a part, and at 10 from
+  // a fixed cost in 1..58; N16384 K8192 needs one above 0 (bn128 50.7,
+  // bn64 51.5: equal bytes per SM).
   const Fp8Shape s{batches, m, n, k};
   const double k_stages = double(ops::ceil_div(k, kBK));
   Fp8GemmConfig best;
@@ -255,7 +260,9 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
       const ops::Fp8TailPlan plan = ops::fp8_gemm_tail_plan(m, n, k, batches, c, sm_count);
       const int64_t tiles = tiles_of(s, block_m(c), bn), waves = tiles / sm_count;
       double tail = tiles % sm_count ? 1.0 : 0.0;
-      if (plan.parts > 1) tail = (std::ceil(k_stages / plan.parts) + 10) / k_stages;
+      if (plan.parts > 1)
+        tail = (std::ceil(k_stages / plan.parts) + 10 * (c.consumer_groups == 2 ? 1 : plan.parts)) /
+               k_stages;
       const double cost = (double(waves) + tail) * (bn + (c.consumer_groups == 2 ? 40 : 12));
       if (best_cost == 0 || cost < best_cost) {
         best_cost = cost;
