@@ -249,7 +249,9 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   const Fp8Shape s{batches, m, n, k};
   const double k_stages = double(ops::ceil_div(k, kBK));
   Fp8GemmConfig best;
-  best.consumer_groups = m <= 64 ? 1 : 2;
+  const bool stream_bound = m <= 64;  // 64-row tiles
+  best.consumer_groups = stream_bound ? 1 : 2;
+  const double tile_fixed = stream_bound ? 12 : 40;
   double best_cost = 0;
   for (int bn : kBlockNs)
     for (int t : kTailSplits) {
@@ -261,9 +263,8 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
       const int64_t tiles = tiles_of(s, block_m(c), bn), waves = tiles / sm_count;
       double tail = tiles % sm_count ? 1.0 : 0.0;
       if (plan.parts > 1)
-        tail = (std::ceil(k_stages / plan.parts) + 10 * (c.consumer_groups == 2 ? 1 : plan.parts)) /
-               k_stages;
-      const double cost = (double(waves) + tail) * (bn + (c.consumer_groups == 2 ? 40 : 12));
+        tail = (std::ceil(k_stages / plan.parts) + 10 * (stream_bound ? plan.parts : 1)) / k_stages;
+      const double cost = (double(waves) + tail) * (bn + tile_fixed);
       if (best_cost == 0 || cost < best_cost) {
         best_cost = cost;
         best.block_n = bn;
@@ -282,13 +283,15 @@ Status run_fp8_gemm_add(const TensorView& a, const TensorView& b, float alpha,
                         cudaStream_t stream, const Fp8GemmConfig* config) {
   Fp8Shape s;
   KESTREL_RETURN_IF_ERROR(validate(a, b, r, d, &s));
-  for (auto [ptr, name] : {std::pair{scales.a, "scales.a"}, std::pair{scales.b, "scales.b"}})
+  const std::pair<const float*, const char*> scale_args[] = {{scales.a, "scales.a"},
+                                                             {scales.b, "scales.b"}};
+  for (auto [ptr, name] : scale_args)
     if (reinterpret_cast<uintptr_t>(ptr) % 4 != 0)
       return Status::InvalidArgument(std::string(name) + ": must be 4-byte aligned (fp32)");
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   if (config) KESTREL_RETURN_IF_ERROR(check_config(*config, dev));
-  for (auto [ptr, name] : {std::pair{scales.a, "scales.a"}, std::pair{scales.b, "scales.b"}})
+  for (auto [ptr, name] : scale_args)
     if (ptr) KESTREL_RETURN_IF_ERROR(rt::check_device_readable(ptr, *dev, name));
   if (s.m == 0 || s.n == 0 || s.batches == 0) return Status::Ok();
   if (!dev->is_hopper())
