@@ -258,17 +258,23 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   // part's slot; the last part to arrive adds every part's, in part order,
   // into acc and returns true. The lead's acq_rel count orders the
   // warpgroup's slot stores (behind the barrier) before it and the last's
-  // slot loads (behind the next) after.
-  auto meet_parts = [&](const WorkItem& w) {
+  // slot loads (behind the next) after. Only warps holding rows of M move
+  // slots: the others' rows are never stored (at M <= 16, one warp of four).
+  auto meet_parts = [&](const WorkItem& w, int tile_row) {
     constexpr int kAcc4 = kAcc / 4;
+    // Slots loaded per L2 round trip: as many parts as 128 registers hold.
+    constexpr int kRound = kAcc4 <= 8 ? 4 : kAcc4 <= 16 ? 2 : 1;
     const int tid = threadIdx.x % 128, tail = w.tile - p.tail_begin;
+    const bool holds_rows = tile_row + cw * 64 + warp * 16 < p.m;
     float4* const slots = reinterpret_cast<float4*>(p.partial) +
                           ((long long)tail * p.tail_parts * kConsumers + cw) * kAcc4 * 128 + tid;
     const long long part_step = (long long)kConsumers * kAcc4 * 128;
+    if (holds_rows) {
 #pragma unroll
-    for (int a = 0; a < kAcc4; ++a)
-      __stcg(slots + w.part * part_step + a * 128,
-             make_float4(acc[4 * a], acc[4 * a + 1], acc[4 * a + 2], acc[4 * a + 3]));
+      for (int a = 0; a < kAcc4; ++a)
+        __stcg(slots + w.part * part_step + a * 128,
+               make_float4(acc[4 * a], acc[4 * a + 1], acc[4 * a + 2], acc[4 * a + 3]));
+    }
     ptx::named_barrier(1 + cw, 128);
     if (lead) {
       unsigned* const count = p.arrivals + tail * kConsumers + cw;
@@ -278,17 +284,30 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     }
     ptx::named_barrier(1 + cw, 128);
     if (!last_part[cw]) return false;
+    if (!holds_rows) return true;
     // Every part from its slot, this warpgroup's too (a second array for
-    // the sum would spill at bn192); a part's loads all issue before its
-    // adds: one L2 round trip a part.
-    for (int q = 0; q < p.tail_parts; ++q) {
+    // the sum would spill at bn192); kRound parts' loads issue before
+    // their adds, which go in part order.
+    for (int q0 = 0; q0 < p.tail_parts; q0 += kRound) {
+      // (Past the last part, the last part's slot again, not added.)
+      float4 v[kRound][kAcc4];
 #pragma unroll
-      for (int a = 0; a < kAcc4; ++a) {
-        const float4 v = __ldcg(slots + q * part_step + a * 128);
-        acc[4 * a] = q == 0 ? v.x : acc[4 * a] + v.x;
-        acc[4 * a + 1] = q == 0 ? v.y : acc[4 * a + 1] + v.y;
-        acc[4 * a + 2] = q == 0 ? v.z : acc[4 * a + 2] + v.z;
-        acc[4 * a + 3] = q == 0 ? v.w : acc[4 * a + 3] + v.w;
+      for (int u = 0; u < kRound; ++u)
+#pragma unroll
+        for (int a = 0; a < kAcc4; ++a)
+          v[u][a] = __ldcg(slots + min(q0 + u, p.tail_parts - 1) * part_step + a * 128);
+#pragma unroll
+      for (int u = 0; u < kRound; ++u) {
+        if (q0 + u < p.tail_parts) {
+#pragma unroll
+          for (int a = 0; a < kAcc4; ++a) {
+            const bool first = q0 + u == 0;
+            acc[4 * a] = first ? v[u][a].x : acc[4 * a] + v[u][a].x;
+            acc[4 * a + 1] = first ? v[u][a].y : acc[4 * a + 1] + v[u][a].y;
+            acc[4 * a + 2] = first ? v[u][a].z : acc[4 * a + 2] + v[u][a].z;
+            acc[4 * a + 3] = first ? v[u][a].w : acc[4 * a + 3] + v[u][a].w;
+          }
+        }
       }
     }
     return true;
@@ -340,7 +359,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     } else {
       ptx::named_barrier(1 + cw, 128);  // the lead's wait for the last store is behind it
     }
-    if (w.part >= 0 && !meet_parts(w)) continue;  // a part not last: its sums are in its slot
+    if (w.part >= 0 && !meet_parts(w, tc.x * BM))
+      continue;  // a part not last: its sums are in its slot
     const int row0 = warp * 16 + lane / 4, col0 = (lane % 4) * 2;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {

@@ -420,9 +420,11 @@ TEST(Fp8GemmGpuConfigs, TailSplitsMeetThroughL2) {
   cases.push_back({c, {128, 4, 8, 4}});
   c = shape(300, 520, 208);
   cases.push_back({c, {192, 2, 1, 8}});
-  // 64-row tiles: the slots and counts of one warpgroup.
+  // 64-row tiles: the slots and counts of one warpgroup; at M40 its fourth
+  // warp holds no rows and moves no slots, at M1 only the first does.
   c = shape(40, 56, 1008, dev->sm_count + 5);
   for (int t : {2, 8}) cases.push_back({c, {64, 3, 4, t, 1}});
+  cases.push_back({shape(1, 1024, 4000), {64, 13, 8, 8, 1}});
   c = shape(300, 520, 2000);
   c.in_place = true;
   cases.push_back({c, {128, 4, 8, 4, 1}});
