@@ -236,22 +236,26 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   // more of B in flight (bn64: 13 stages for 8; H100, N8192 + R: M1 29.7 ->
   // 28.9 us, M16 N7168 K2048 12.5 -> 11.3). Their MMAs are not what limits
   // them, so a width costs its bytes and a smaller fixed cost, bn + 12,
-  // and a tail part its share of K plus 10 stages per part (the last part
+  // and a tail part its share of K plus 6 stages per part (the last part
   // reads every part's slot; parts add no bandwidth to a stream that
   // already has it): fitted to sweeps of every width and split at M8-32
   // (session 44, H100), where bn + 40 and one 10-stage cost per split took
   // bn192 in 3 parts at N8192 K16384 (55 us, bn64 51), bn128 in 4 parts at
-  // M32 N4096 K14336 (29.5, bn64 in 2 parts 27.9), 8 parts at M16 N1024
-  // K16384 (15.1, 4 parts 14.5) and 4 at M8 N2048 K8192 (14.1, 2 parts
-  // 13.9). The same picks come from 8..15 stages a part, and at 10 from
-  // a fixed cost in 1..58; N16384 K8192 needs one above 0 (bn128 50.7,
-  // bn64 51.5: equal bytes per SM).
+  // M32 N4096 K14336 (29.5, bn64 in 2 parts 27.9) and 8 parts at M16 N1024
+  // K16384 (15.1, 4 parts 14.5). Since the meeting loads several parts a
+  // round trip (session 45), M8 N2048 K8192 runs 4 parts in 13.1-13.3 us
+  // against 2 in 13.5-13.7 (M16 N1024 K16384: 4 and 8 parts tie at
+  // 13.4-13.9), which takes a part price under 8 stages, and 4 parts at
+  // N1024 one over 4. At 6, a fixed cost in 1..58 keeps the other picks;
+  // N16384 K8192 needs one above 0 (bn128 50.7, bn64 51.5: equal bytes
+  // per SM).
   const Fp8Shape s{batches, m, n, k};
   const double k_stages = double(ops::ceil_div(k, kBK));
   Fp8GemmConfig best;
   const bool stream_bound = m <= 64;  // 64-row tiles
   best.consumer_groups = stream_bound ? 1 : 2;
   const double tile_fixed = stream_bound ? 12 : 40;
+  const double part_stages = stream_bound ? 6 : 10;
   double best_cost = 0;
   for (int bn : kBlockNs)
     for (int t : kTailSplits) {
@@ -263,7 +267,8 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
       const int64_t tiles = tiles_of(s, block_m(c), bn), waves = tiles / sm_count;
       double tail = tiles % sm_count ? 1.0 : 0.0;
       if (plan.parts > 1)
-        tail = (std::ceil(k_stages / plan.parts) + 10 * (stream_bound ? plan.parts : 1)) / k_stages;
+        tail = (std::ceil(k_stages / plan.parts) + part_stages * (stream_bound ? plan.parts : 1)) /
+               k_stages;
       const double cost = (double(waves) + tail) * (bn + tile_fixed);
       if (best_cost == 0 || cost < best_cost) {
         best_cost = cost;
