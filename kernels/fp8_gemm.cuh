@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   auto meet_parts = [&](const WorkItem& w, int tile_row) {
     constexpr int kAcc4 = kAcc / 4;
     // Slots loaded per L2 round trip: as many parts as 128 registers hold.
-    constexpr int kRound = kAcc4 <= 8 ? 4 : kAcc4 <= 16 ? 2 : 1;
+    constexpr int kRound = 128 / kAcc;
     const int tid = threadIdx.x % 128, tail = w.tile - p.tail_begin;
     const bool holds_rows = tile_row + cw * 64 + warp * 16 < p.m;
     float4* const slots = reinterpret_cast<float4*>(p.partial) +

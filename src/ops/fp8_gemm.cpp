@@ -255,7 +255,8 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
   const bool stream_bound = m <= 64;  // 64-row tiles
   best.consumer_groups = stream_bound ? 1 : 2;
   const double tile_fixed = stream_bound ? 12 : 40;
-  const double part_stages = stream_bound ? 6 : 10;
+  // A split tail's meeting, in stages: per part at 64-row tiles, else once.
+  const auto meeting_stages = [&](int parts) { return stream_bound ? 6.0 * parts : 10.0; };
   double best_cost = 0;
   for (int bn : kBlockNs)
     for (int t : kTailSplits) {
@@ -267,8 +268,7 @@ Fp8GemmConfig fp8_gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t b
       const int64_t tiles = tiles_of(s, block_m(c), bn), waves = tiles / sm_count;
       double tail = tiles % sm_count ? 1.0 : 0.0;
       if (plan.parts > 1)
-        tail = (std::ceil(k_stages / plan.parts) + part_stages * (stream_bound ? plan.parts : 1)) /
-               k_stages;
+        tail = (std::ceil(k_stages / plan.parts) + meeting_stages(plan.parts)) / k_stages;
       const double cost = (double(waves) + tail) * (bn + tile_fixed);
       if (best_cost == 0 || cost < best_cost) {
         best_cost = cost;
