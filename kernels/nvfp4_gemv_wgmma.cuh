@@ -1,4 +1,6 @@
-// NVFP4 batched GEMV on the fp8 tensor cores: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k].
+// NVFP4 batched GEMV on the fp8 tensor cores: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k],
+// or, for two tokens (TOKENS = 2, the GEMM at M = 2),
+// c[l][j][m] = alpha * sum_k A[l][m][k] * B[l][j][k] for j < tokens.
 //
 // Memory-bound on A (0.5625 bytes per value), so the kernel is built around
 // keeping DRAM busy with few instructions per value:
@@ -18,7 +20,13 @@
 //   2t+1. After 4 wgmmas a lane's accumulators hold exactly the dot products
 //   of its two blocks for its two rows; A and B block scales (fp32) are
 //   applied once per block. The zeros of B never change, so the producer
-//   writes only the 128 live bytes of each 1 KB B tile.
+//   writes only the 128 live bytes of each 1 KB B tile. With two tokens the
+//   wgmma is m64n16k32 (token j owns columns 8j..8j+7) and both read each A
+//   stage. (The code is written for any TOKENS; 4 and 8 passed the GEMM
+//   tests but ran slower than the GEMM kernel on most decode shapes: each
+//   token adds 4 KB of B tiles per stage, 4 registers of accumulators and 8
+//   fp32 operations per group, and at 8 only one CTA fits an SM. H100,
+//   session 46.)
 // - Work split: split-K items taken at run time (common/split_k_items.cuh):
 //   row tiles x segments of a few chunks, the first item of each CTA by its
 //   index and the rest from an atomic counter, so SMs that stream faster take
@@ -42,6 +50,7 @@
 #include "common/ptx.cuh"
 #include "common/split_k_items.cuh"
 #include "common/tma_pipeline.cuh"
+#include "common/wgmma_fp8.cuh"
 
 namespace kestrel {
 
@@ -53,6 +62,9 @@ struct GemvWgmmaParams {
   int items, ctas;  // items = work.count(L); CTA c starts with item c
   int groups;       // groups of 128 values per row
   int sfa_tma;      // linear A scales: 1 = by TMA (tmap_sfa), 0 = by 4-byte cp.async
+  int tokens;       // rows of B taken (1..TOKENS)
+  long long b_token, sfb_token;  // bytes between B's rows: values, linear scales
+  long long c_token;             // elements between the tokens' outputs
 };
 
 namespace gemv_wgmma {
@@ -61,47 +73,43 @@ constexpr int kRows = 128;       // rows per tile: two consumer warpgroups x 64
 constexpr int kGroup = 128;      // K values per wgmma group (4 x k32)
 constexpr int kChunkGroups = 4;  // groups per stage: 256 contiguous bytes per row
 constexpr int kABytes = kRows * kGroup * kChunkGroups / 2;
-constexpr int kBTileBytes = 4 * 256;  // one group: 4 k32 steps x (8 columns x 32 bytes)
-constexpr int kBBytes = kChunkGroups * kBTileBytes;
 constexpr int kSABytes = kRows * 8 * kChunkGroups;  // 8 scale codes per row and group
-constexpr int kSBBytes = 8 * 4 * kChunkGroups;      // fp32 B scales
-constexpr int kStageBytes = kABytes + kBBytes + kSABytes + kSBBytes;
 constexpr int kConsumerThreads = 256;
 constexpr int kProducerWarp = kConsumerThreads / 32;
 constexpr int kThreads = kConsumerThreads + 32;
 
+// One ring stage: A, the B tiles, A's scale codes, B's fp32 scales.
+template <int TOKENS>
+struct StageLayout {
+  static constexpr int kStepBytes = TOKENS * 256;  // one k32 step: 8 columns x 32 bytes per token
+  static constexpr int kBTileBytes = 4 * kStepBytes;  // one group: 4 k32 steps
+  static constexpr int kBBytes = kChunkGroups * kBTileBytes;
+  static constexpr int kSA = kABytes + kBBytes;  // offsets in the stage
+  static constexpr int kSB = kSA + kSABytes;
+  static constexpr int kSBBytes = TOKENS * 8 * 4 * kChunkGroups;  // [token][32 blocks] fp32
+  static constexpr int kBytes = kSB + kSBBytes;
+};
+
 // Shared memory: the header (stage barriers at 0, chunk tags at 128), then
 // the stages.
 constexpr int kHeaderBytes = 512;
-__host__ __device__ constexpr int smem_bytes(int stages) {
-  return kHeaderBytes + stages * kStageBytes;
-}
 
 // Position of the live word of quad lane t, half h (block 2t + h of a group)
-// in one 256-byte k32 step of a B tile: K-major core matrices of 8 columns x
-// 16 bytes; K half h, column 2t + h, bytes 4t..4t+3 (the slots lane t fills).
-__device__ __forceinline__ int b_word_offset(int t, int h) {
-  return h * 128 + (2 * t + h) * 16 + 4 * t;
+// in token j's 256 bytes of a k32 step of a B tile: K-major core matrices of
+// 8 columns x 16 bytes (K half h at 128 h, the token's next 8 columns 256
+// bytes on); column 8j + 2t + h, bytes 4t..4t+3 (the slots lane t fills).
+__device__ __forceinline__ int b_word_offset(int j, int t, int h) {
+  return j * 256 + h * 128 + (2 * t + h) * 16 + 4 * t;
 }
 
 // wgmma descriptor of a B tile: no swizzle, core matrices 128 bytes apart
-// along K (N = 8 has a single core matrix row, so both offsets are 128). The
-// low word is the start address / 16 (plus the leading offset), so moving the
-// descriptor by n bytes adds n / 16 to it.
+// along K (leading offset) and 256 along N (stride offset; unused at N = 8).
+// The low word is the start address / 16 (plus the leading offset), so moving
+// the descriptor by n bytes adds n / 16 to it.
 __device__ __forceinline__ uint32_t b_desc_lo(const void* p) {
   return ((ptx::smem_u32(p) & 0x3FFFF) >> 4) | ((128 >> 4) << 16);
 }
-__device__ __forceinline__ uint64_t b_desc(uint32_t lo) { return (uint64_t(128 >> 4) << 32) | lo; }
-
-__device__ __forceinline__ void mma_m64n8k32_e4m3(float (&d)[4], const uint32_t (&a)[4],
-                                                  uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "%8, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-}
+__device__ __forceinline__ uint64_t b_desc(uint32_t lo) { return (uint64_t(256 >> 4) << 32) | lo; }
 
 __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes), __NV_E4M3);
@@ -146,10 +154,11 @@ struct Position {
 };
 
 // One group's operands of one lane: A in wgmma register order, scale codes.
+// (B's scales are read when the group's sums are scaled: held from the fetch
+// on, they would cost two registers per token in each of the two sets.)
 struct Operands {
   uint32_t a[4][4];  // [k32 step][register]
   uint32_t sc0, sc1;
-  float2 sb;
 };
 
 __device__ __forceinline__ void keep_alive(const Operands& o) {
@@ -174,15 +183,19 @@ __device__ __forceinline__ void leave_counters(const GemvWgmmaParams& p) {
 
 }  // namespace gemv_wgmma
 
-// CTAS_PER_SM: 2 caps registers (87 used) so that two CTAs of 2 stages share
-// an SM: twice the warps to hide the consumers' latencies.
-template <typename OUT, int STAGES, int CTAS_PER_SM, bool A_BLOCKED, bool B_BLOCKED>
+// CTAS_PER_SM: 2 caps registers at 96 (92 used at one token, 96 at two) so
+// that two CTAs of 2 stages share an SM: twice the warps to hide the
+// consumers' latencies.
+template <typename OUT, int STAGES, int CTAS_PER_SM, bool A_BLOCKED, bool B_BLOCKED, int TOKENS>
 __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     nvfp4_gemv_wgmma_kernel(const __grid_constant__ TmaMap tmap_a,
                             const __grid_constant__ TmaMap tmap_sfa,
                             const __grid_constant__ GemvWgmmaParams p) {
   using namespace gemv_wgmma;
+  using L = StageLayout<TOKENS>;
+  constexpr int kStageBytes = L::kBytes, kBBytes = L::kBBytes, kBTileBytes = L::kBTileBytes;
   static_assert(STAGES <= 8, "the stage barriers fill the first 128 bytes of the header");
+  static_assert(TOKENS == 1 || TOKENS == 2, "measured at 1 and 2 tokens (wgmma N = 8 x TOKENS)");
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + STAGES;
@@ -246,19 +259,26 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       const uint8_t* brow = p.o.b + it.l * p.o.b_batch;
       const uint8_t* srow = p.o.sfb + it.l * p.o.sfb_batch;
       for (int c = it.c_begin; c < it.c_end; ++c) {
-        // B: lane i holds words i and i + 32 of the chunk and block scale i.
-        uint32_t bw[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int word = c * 64 + lane + 32 * h;
-          bw[h] = word < p.o.k / 8 ? __ldg(reinterpret_cast<const uint32_t*>(brow) + word) : 0u;
-        }
+        // B: for each token, lane i holds words i and i + 32 of the chunk and
+        // block scale i.
+        uint32_t bw[TOKENS][2], sb_code[TOKENS];
         const int kb = c * 32 + lane;
-        uint32_t sb_code = 0;
-        if (kb < kblocks)
-          sb_code = B_BLOCKED
-                        ? __ldg(p.o.sfb + blocked_scale_index(it.l, 0, kb, p.o.b_rows, kblocks))
-                        : __ldg(srow + kb);
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j) {
+          const bool live = j < p.tokens;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int word = c * 64 + lane + 32 * h;
+            bw[j][h] = live && word < p.o.k / 8
+                           ? __ldg(reinterpret_cast<const uint32_t*>(brow + j * p.b_token) + word)
+                           : 0u;
+          }
+          sb_code[j] = 0;
+          if (live && kb < kblocks)
+            sb_code[j] =
+                B_BLOCKED ? __ldg(p.o.sfb + blocked_scale_index(it.l, j, kb, p.o.b_rows, kblocks))
+                          : __ldg(srow + j * p.sfb_token + kb);
+        }
 
         wait_stage();
         uint8_t* st = ring + stage * kStageBytes;
@@ -275,10 +295,10 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
           ptx::tma_load_3d(st, &tmap_a, &full[stage], c * (kABytes / kRows), it.mt * kRows, it.l,
                            a_policy);
           if (!A_BLOCKED && p.sfa_tma)
-            ptx::tma_load_3d(st + kABytes + kBBytes, &tmap_sfa, &full[stage], c * 32, it.mt * kRows,
-                             it.l, a_policy);
+            ptx::tma_load_3d(st + L::kSA, &tmap_sfa, &full[stage], c * 32, it.mt * kRows, it.l,
+                             a_policy);
           if constexpr (A_BLOCKED)
-            ptx::bulk_load(st + kABytes + kBBytes,
+            ptx::bulk_load(st + L::kSA,
                            p.o.sfa + blocked_scale_index(it.l, (long long)it.mt * kRows, 4LL * kt0,
                                                          p.o.m, kblocks),
                            sa_bulk, &full[stage]);
@@ -293,27 +313,34 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
             for (int w = 0; w < 8; ++w) {
               const int kbw = 32 * c + 4 * w;
               if (row < p.o.m && kbw < kblocks)
-                ptx::cp_async_4(st + kABytes + kBBytes + r * 32 + 4 * w,
+                ptx::cp_async_4(st + L::kSA + r * 32 + 4 * w,
                                 sfa + (long long)row * p.o.sfa_row + kbw);
             }
           }
         }
         // (Linear: the barrier counts one cp.async arrival per lane either way.)
         if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
-        // B: the chunk's 64 words (16 per group) become the live words of the
-        // group tiles (even nibbles: k32 step 2 * half, odd: 2 * half + 1).
+          // B: each token's 64 words of the chunk (16 per group) become its live
+          // words of the group tiles (even nibbles: k32 step 2 * half, odd: 2 *
+          // half + 1). A token past p.tokens keeps its zeros.
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int q = lane + 32 * h;
-          const int j = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, hb = blk % 2;
-          uint32_t even, odd;
-          decode_fp4x8_e4m3(bw[h], even, odd);
-          uint8_t* bt = st + kABytes + j * kBTileBytes + b_word_offset(t, hb);
-          *reinterpret_cast<uint32_t*>(bt + (2 * half) * 256) = even;
-          *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * 256) = odd;
+        for (int j = 0; j < TOKENS; ++j) {
+          if (j >= p.tokens) break;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int q = lane + 32 * h;
+            const int g = q / 16, blk = (q % 16) / 2, half = q % 2, t = blk / 2, hb = blk % 2;
+            uint32_t even, odd;
+            decode_fp4x8_e4m3(bw[j][h], even, odd);
+            uint8_t* bt = st + kABytes + g * kBTileBytes + b_word_offset(j, t, hb);
+            *reinterpret_cast<uint32_t*>(bt + (2 * half) * L::kStepBytes) = even;
+            *reinterpret_cast<uint32_t*>(bt + (2 * half + 1) * L::kStepBytes) = odd;
+          }
         }
-        reinterpret_cast<float*>(st + kABytes + kBBytes + kSABytes)[lane] =
-            kb < kblocks ? e4m3_to_float(uint8_t(sb_code)) : 0.f;
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j)
+          reinterpret_cast<float*>(st + L::kSB)[j * 32 + lane] =
+              kb < kblocks ? e4m3_to_float(uint8_t(sb_code[j])) : 0.f;
         ptx::fence_proxy_async_smem();
         ptx::mbar_arrive(&full[stage]);
         advance();
@@ -336,9 +363,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
 
   // This lane's offsets in a stage, for group 0 of the chunk.
   const int a_off0 = r0 * 256 + 16 * t, a_off1 = r1 * 256 + 16 * t;
-  const int sa_off0 = kABytes + kBBytes + sa_offset<A_BLOCKED>(r0, t, 0);
-  const int sa_off1 = kABytes + kBBytes + sa_offset<A_BLOCKED>(r1, t, 0);
-  const int sb_off = kABytes + kBBytes + kSABytes + 8 * t;
+  const int sa_off0 = L::kSA + sa_offset<A_BLOCKED>(r0, t, 0);
+  const int sa_off1 = L::kSA + sa_offset<A_BLOCKED>(r1, t, 0);
+  const int sb_off = L::kSB + 8 * t;
   constexpr int kSAGroupStep = A_BLOCKED ? 1024 : 8;
   const uint32_t desc_lo = b_desc_lo(ring + kABytes);
 
@@ -365,7 +392,6 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     const uint4 c1 = *reinterpret_cast<const uint4*>(st + a_off1 + cu.j * 64);
     o.sc0 = *reinterpret_cast<const uint16_t*>(st + sa_off0 + cu.j * kSAGroupStep);
     o.sc1 = *reinterpret_cast<const uint16_t*>(st + sa_off1 + cu.j * kSAGroupStep);
-    o.sb = *reinterpret_cast<const float2*>(st + sb_off + cu.j * 32);
     // Chunk words 0, 1: block 2t (values 0-7, 8-15); words 2, 3: block 2t+1.
     const uint32_t w0[4] = {c0.x, c0.y, c0.z, c0.w}, w1[4] = {c1.x, c1.y, c1.z, c1.w};
 #pragma unroll
@@ -377,29 +403,31 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     }
     return true;
   };
-  auto issue = [&](const Position& cu, const Operands& o, float(&d)[4]) {
+  constexpr int kAcc = 4 * TOKENS;  // token j: d[4j..4j+3] (rows r0, r1 x blocks 2t, 2t+1)
+  auto issue = [&](const Position& cu, const Operands& o, float(&d)[kAcc]) {
     const uint32_t lo = desc_lo + uint32_t(cu.stage * kStageBytes + cu.j * kBTileBytes) / 16;
     // Zeroed here rather than by the first wgmma's scale-d: an accumulator
     // that is not read lets ptxas give A's registers to it, which serializes.
 #pragma unroll
-    for (int i = 0; i < 4; ++i) d[i] = 0.f;
+    for (int i = 0; i < kAcc; ++i) d[i] = 0.f;
     ptx::fence_regs(d);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int s = 0; s < 4; ++s) mma_m64n8k32_e4m3(d, o.a[s], b_desc(lo + s * 256 / 16), 1);
+    for (int s = 0; s < 4; ++s)
+      wgmma::RSFp8<8 * TOKENS>::mma(d, o.a[s], b_desc(lo + s * L::kStepBytes / 16), 1);
     ptx::wgmma_commit();
   };
 
-  auto store = [&](const Position& cu, float s0, float s1) {
-    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch;
+  auto store = [&](const Position& cu, int j, float s0, float s1) {
+    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch + j * p.c_token;
     const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
     if (row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(s0 * p.o.alpha);
     if (row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(s1 * p.o.alpha);
   };
   // Applies the scales of a finished group; at a chunk's end frees its stage,
   // at an item's end stores the rows or leaves a partial.
-  float acc0 = 0.f, acc1 = 0.f;
-  auto finish = [&](const Position& cu, const Operands& o, const float(&d)[4]) {
+  float acc0[TOKENS] = {}, acc1[TOKENS] = {};
+  auto finish = [&](const Position& cu, const Operands& o, const float(&d)[kAcc]) {
     float2 sa0 = e4m3x2_to_f32(o.sc0), sa1 = e4m3x2_to_f32(o.sc1);
     if (k_tail && kChunkGroups * cu.c + cu.j == p.groups - 1) {
       // Codes past K are padding (any value, NaN included) of zero blocks.
@@ -407,27 +435,36 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       if (kb >= kblocks) sa0.x = sa1.x = 0.f;
       if (kb + 1 >= kblocks) sa0.y = sa1.y = 0.f;
     }
-    acc0 = fmaf(d[0], sa0.x * o.sb.x, acc0);
-    acc0 = fmaf(d[1], sa0.y * o.sb.y, acc0);
-    acc1 = fmaf(d[2], sa1.x * o.sb.x, acc1);
-    acc1 = fmaf(d[3], sa1.y * o.sb.y, acc1);
+    const uint8_t* sb = ring + cu.stage * kStageBytes + sb_off + cu.j * 32;
+#pragma unroll
+    for (int j = 0; j < TOKENS; ++j) {
+      const float2 b = *reinterpret_cast<const float2*>(sb + j * 128);
+      acc0[j] = fmaf(d[4 * j], sa0.x * b.x, acc0[j]);
+      acc0[j] = fmaf(d[4 * j + 1], sa0.y * b.y, acc0[j]);
+      acc1[j] = fmaf(d[4 * j + 2], sa1.x * b.x, acc1[j]);
+      acc1[j] = fmaf(d[4 * j + 3], sa1.y * b.y, acc1[j]);
+    }
     if (cu.j != cu.groups - 1) return;
     ptx::mbar_arrive(&empty[cu.stage]);
     if (cu.c != cu.c_end - 1) return;
-    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
-    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
-    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
-    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
-    if (t == 0) {
-      if (p.work.segs == 1) {
-        store(cu, acc0, acc1);
-      } else {
-        float* part = p.partial + (long long)cu.item * kRows;
-        part[r0] = acc0;
-        part[r1] = acc1;
+      // Each quad's four lanes add their blocks; lane j % 4 keeps token j's rows.
+#pragma unroll
+    for (int j = 0; j < TOKENS; ++j) {
+      acc0[j] += __shfl_xor_sync(0xffffffffu, acc0[j], 1);
+      acc1[j] += __shfl_xor_sync(0xffffffffu, acc1[j], 1);
+      acc0[j] += __shfl_xor_sync(0xffffffffu, acc0[j], 2);
+      acc1[j] += __shfl_xor_sync(0xffffffffu, acc1[j], 2);
+      if (j % 4 == t && j < p.tokens) {
+        if (p.work.segs == 1) {
+          store(cu, j, acc0[j], acc1[j]);
+        } else {  // slot [item][token][row]
+          float* part = p.partial + ((long long)cu.item * TOKENS + j) * kRows;
+          part[r0] = acc0[j];
+          part[r1] = acc1[j];
+        }
       }
+      acc0[j] = acc1[j] = 0.f;
     }
-    acc0 = acc1 = 0.f;
   };
 
   // Group q's wgmma runs while group q+1 is fetched and decoded into the other
@@ -436,7 +473,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   Position fc{};
   fc.item = -1;
   Operands o0, o1;
-  float d[4];
+  float d[kAcc];
   auto step = [&](Operands& cur, Operands& nxt) {
     const Position at = fc;
     issue(at, cur, d);
@@ -467,29 +504,30 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     leave_counters(p);
   }
   ptx::named_barrier<1, kConsumerThreads>();
-  // Two tiles at a time, one row per thread, slots in segment order. A
+  // Two (tile, token) rows at a time, one row per thread, slots in segment order. A
   // round's loads all go out before its sum, so up to kSlotRound segments
   // (K up to 16384 at one chunk per item) cost one L2 round trip (rounds of
   // 8, which ptxas unrolled to 16: two at K = 16384; session 10's trace: the
   // sums ended 1.4-2.9 us after the last consumer).
   constexpr int kSlotRound = 32;
-  const int row = threadIdx.x % kRows, tiles = p.items / p.work.segs;
-  for (int tile = 2 * blockIdx.x + threadIdx.x / kRows; tile < tiles; tile += 2 * p.ctas) {
-    const float* slots = p.partial + (long long)tile * p.work.segs * kRows + row;
+  const int row = threadIdx.x % kRows, units = p.items / p.work.segs * p.tokens;
+  for (int u = 2 * blockIdx.x + threadIdx.x / kRows; u < units; u += 2 * p.ctas) {
+    const int tile = u / p.tokens, j = u - tile * p.tokens;
+    const float* slots = p.partial + ((long long)tile * p.work.segs * TOKENS + j) * kRows + row;
     float sum = 0.f;
     for (int s0 = 0; s0 < p.work.segs; s0 += kSlotRound) {
       float v[kSlotRound];
 #pragma unroll
-      for (int u = 0; u < kSlotRound; ++u)
-        v[u] = s0 + u < p.work.segs ? __ldcg(slots + (long long)(s0 + u) * kRows) : 0.f;
+      for (int w = 0; w < kSlotRound; ++w)
+        v[w] = s0 + w < p.work.segs ? __ldcg(slots + (long long)(s0 + w) * TOKENS * kRows) : 0.f;
 #pragma unroll
-      for (int u = 0; u < kSlotRound; ++u) sum += v[u];
+      for (int w = 0; w < kSlotRound; ++w) sum += v[w];
     }
     const SplitKItems::Item it = p.work.at(tile * p.work.segs);
     const int m_row = it.mt * kRows + row;
     if (m_row < p.o.m)
-      (reinterpret_cast<OUT*>(p.o.c) + it.l * p.o.c_batch)[(long long)m_row * p.o.c_row] =
-          OUT(sum * p.o.alpha);
+      (reinterpret_cast<OUT*>(p.o.c) + it.l * p.o.c_batch +
+       j * p.c_token)[(long long)m_row * p.o.c_row] = OUT(sum * p.o.alpha);
   }
 }
 

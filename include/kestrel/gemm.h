@@ -46,9 +46,13 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // a: L x M x K NVFP4 (activations); b: L x N x K NVFP4 (weights, rows 16-byte
 // aligned, scales at even addresses: base and batch stride); c: fp16 or bf16
 // [L][M][N] (or [M][N] when L = 1), any row stride.
-// K: a multiple of 64. M = 1 runs the GEMV kernel.
-// Runs a small pre-pass that expands A to fp16 in a stream-ordered scratch
-// allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
+// K: a multiple of 64. Without `config`, M = 1 runs gemv_nvfp4, and M = 2
+// the wgmma GEMV for both tokens at once where its rules hold (see
+// gemv_nvfp4: A's rows 4-byte aligned, the weights' linear scale rows 4-byte
+// aligned); both keep gemv_nvfp4's workspaces and, for long rows, launch
+// cooperatively.
+// Otherwise runs a small pre-pass that expands A to fp16 in a stream-ordered
+// scratch allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
 // table's entry for this GPU and exact shape (the shipped tables, under the
 // file $KESTREL_TUNING_TABLE names, written by `kestrel tune gemm ... --save`;
 // "none": no table), else the heuristic's.

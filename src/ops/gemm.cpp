@@ -9,6 +9,7 @@
 #include "kestrel/gemv.h"
 #include "ops/act_prepass.h"
 #include "ops/gemm_common.h"
+#include "ops/gemv_launch.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/nvfp4_operand.h"
 #include "ops/tuning_table.h"
@@ -278,12 +279,20 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
     return Status::Unsupported("gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " + dev->arch());
   if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
 
-  // One token: the GEMV kernel is the memory-bound specialist (it reads
-  // row-major weights).
-  if (shape.m == 1 && config == nullptr && !w_packed) {
+  // One or two tokens: the GEMV kernels are the memory-bound specialists
+  // (they read row-major weights, with no activation pre-pass). One token
+  // takes either; two share each weight stage of the wgmma GEMV, where its
+  // rules hold. H100, session 46, against the GEMM kernel: M2 1.04-1.56x on
+  // eight decode shapes (N8192 K8192 27.9 -> 24.2 us, N28672 K4096 41.9 ->
+  // 32.7, N1024 K4096 11.8 -> 7.6); at four tokens it won on half of them
+  // and at eight on none, so M >= 3 stays on the GEMM kernel.
+  if (shape.m <= ops::kGemvMaxTokens && config == nullptr && !w_packed) {
     const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
                                               {shape.c_batch, 1});
-    return gemv_nvfp4(b, a, cv, stream);
+    if (shape.m == 1) return gemv_nvfp4(b, a, cv, stream);
+    const ops::GemvProblem p{b, a, cv, shape.batches, shape.n, shape.k, shape.m, shape.c_row};
+    if (ops::gemv_wgmma_unmet_rule(p, GemvConfig{}, *dev).empty())
+      return ops::launch_gemv_wgmma(p, GemvConfig{}, stream);
   }
 
   GemmConfig cfg;

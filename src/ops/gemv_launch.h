@@ -11,12 +11,16 @@
 
 namespace kestrel::ops {
 
-// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M].
+// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M]; with
+// several tokens (the wgmma kernel only) rows 0..tokens-1 of b, and token j's
+// outputs c_token elements after token 0's.
 struct GemvProblem {
   const Nvfp4View& a;
   const Nvfp4View& b;
   const TensorView& c;
   int64_t batches, m, k;
+  int64_t tokens = 1;
+  int64_t c_token = 0;
 };
 
 // Mirrors kestrel::GemvOperands (kernels/common/nvfp4_gemv_operands.cuh).
@@ -40,6 +44,8 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev);
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
+// The most tokens (rows of b) the wgmma kernel takes in one launch.
+constexpr int64_t kGemvMaxTokens = 2;
 // The work items (row tile x K segment of whole chunks of kGemvWgmmaChunk
 // values) the wgmma kernel hands out for a shape.
 constexpr int kGemvWgmmaChunk = 512;  // mirrors kernels/nvfp4_gemv_wgmma.cuh

@@ -28,13 +28,18 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
   int items, ctas;
   int groups;
   int sfa_tma;
+  int tokens;
+  long long b_token, sfb_token, c_token;
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
 constexpr int kRows = 128, kGroup = 128, kChunk = kGemvWgmmaChunk, kThreads = 288;
-constexpr int kStageBytes = 32768 + 4096 + 4096 + 128;
 
-int smem_bytes(int stages) { return 512 + stages * kStageBytes; }
+// A stage (StageLayout<tokens>): A, 4 KB of B tiles and 128 bytes of B
+// scales per token, A's scale codes.
+int smem_bytes(int stages, int tokens) {
+  return 512 + stages * (32768 + 4096 * tokens + 4096 + 128 * tokens);
+}
 
 // Chunks per item. A tile of up to four chunks is best taken whole (M 7168
 // K 2048 L 4: 19.1 us, 21.7 at one or two chunks per item); longer rows go
@@ -64,12 +69,18 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
     return "config: stages must be 2..5, got " + std::to_string(cfg.stages);
   if (cfg.ctas_per_sm != 1 && cfg.ctas_per_sm != 2)
     return "config: ctas_per_sm must be 1 or 2, got " + std::to_string(cfg.ctas_per_sm);
+  if (p.tokens < 1 || p.tokens > kGemvMaxTokens)
+    return "tokens: the wgmma GEMV takes 1.." + std::to_string(kGemvMaxTokens) +
+           " rows of b, got " + std::to_string(p.tokens);
   if (cfg.chunks_per_item < 0 || cfg.chunks_per_item > 128)
     return "config: chunks_per_item must be 0 (heuristic) or 1..128, got " +
            std::to_string(cfg.chunks_per_item);
   if (!check_aligned(p.a.values, 16, "a.values").ok() || shape3(p.a.values).row_stride % 16 != 0)
     return "a.values: the wgmma GEMV loads rows by TMA: base, row and batch strides must be "
            "multiples of 16 bytes";
+  if (!check_aligned(p.b.values, 4, "b.values").ok())
+    return "b.values: the wgmma GEMV reads B in 4-byte words: base, row and batch strides must be "
+           "multiples of 4 bytes";
   if (p.a.layout == ScaleLayout::kBlocked) {
     if (!check_aligned(p.a.scales, 16, "a.scales").ok())
       return "a.scales: blocked scales must be 16-byte aligned for the wgmma GEMV";
@@ -82,7 +93,7 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
   if (units > (int64_t(1) << 30))
     return "M * L * K: the wgmma GEMV numbers its " + std::to_string(units) +
            " (row tile, chunk) units and their claims with 31-bit counters";
-  const int smem = smem_bytes(cfg.stages);
+  const int smem = smem_bytes(cfg.stages, int(p.tokens));
   if (smem > dev.max_smem_per_block_optin)
     return "config: " + cfg.describe() + " needs " + std::to_string(smem) +
            " bytes of shared memory, the GPU allows " +
@@ -111,16 +122,21 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
 
   WgmmaParams p{};
   p.o = gemv_operand_args(pr, 4096.0f);  // 2^12: two decodes of 2^-6
+  const int tokens = int(pr.tokens);
+  p.tokens = tokens;
+  p.b_token = shape3(b.values).row_stride;
+  if (!b_blk) p.sfb_token = shape3(b.scales).row_stride;
+  p.c_token = pr.c_token;
   const int tiles_m = int((pr.m + kRows - 1) / kRows);
   const int chunks = int((pr.k + kChunk - 1) / kChunk);
   p.groups = int((pr.k + kGroup - 1) / kGroup);
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(
-      rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg, a_blk, b_blk), &kernel));
+      rt::Kernel::get(gemv_wgmma_kernel_spec(c.dtype, cfg, a_blk, b_blk, tokens), &kernel));
   rt::LaunchShape shape;
   shape.block = dim3(kThreads);
-  shape.smem_bytes = size_t(smem_bytes(cfg.stages));
+  shape.smem_bytes = size_t(smem_bytes(cfg.stages, tokens));
   int resident = 0;
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
   if (resident < 1)
@@ -136,13 +152,14 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   shape.cooperative = segs > 1;
 
   // The counters (left zero by every call), and for cut tiles one slot of
-  // partial row sums per item.
+  // partial row sums per item and token.
   void* counters = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, 3 * sizeof(int), &counters));
   p.counters = static_cast<int*>(counters);
   if (segs > 1) {
     void* partial = nullptr;
-    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream, size_t(p.items) * kRows * sizeof(float),
+    KESTREL_RETURN_IF_ERROR(rt::stream_workspace(stream,
+                                                 size_t(p.items) * tokens * kRows * sizeof(float),
                                                  &partial, rt::WorkspaceUse::kScratch));
     p.partial = static_cast<float*>(partial);
   }

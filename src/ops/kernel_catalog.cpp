@@ -6,6 +6,7 @@
 
 #include "ops/fp8_gemm_kernel.h"
 #include "ops/gemm_common.h"
+#include "ops/gemv_launch.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/rowwise_config.h"
 #include "ops/rowwise_plan.h"
@@ -84,6 +85,9 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
   }
+  // The wgmma GEMV at two tokens (the GEMM at M = 2).
+  specs.push_back(gemv_wgmma_kernel_spec(DType::kF16, GemvConfig{}, false, false, 2));
+  specs.push_back(gemv_wgmma_kernel_spec(DType::kBF16, GemvConfig{}, true, true, 2));
   GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
   unaligned.warps = 4;

@@ -22,11 +22,11 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
 }
 
 rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked,
-                                      bool b_blocked) {
+                                      bool b_blocked, int tokens) {
   return {"nvfp4_gemv_wgmma.cuh",
           std::string("kestrel::nvfp4_gemv_wgmma_kernel<") + half_type(out) + ", " +
               std::to_string(cfg.stages) + ", " + std::to_string(cfg.ctas_per_sm) + ", " +
-              flag(a_blocked) + ", " + flag(b_blocked) + ">",
+              flag(a_blocked) + ", " + flag(b_blocked) + ", " + std::to_string(tokens) + ">",
           {}};
 }
 

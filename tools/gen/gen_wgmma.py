@@ -9,6 +9,7 @@ import sys
 
 RS_NS = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 FP8_NS = [64, 128, 192]
+RS_FP8_NS = [8, 16]
 
 
 def accumulators(nd):
@@ -31,35 +32,40 @@ struct {name};
 """)
 
 
-def rs():
-    header("tools/gen/gen_wgmma.py",
-           "// wgmma.mma_async m64nNk16, fp16 x fp16 -> fp32, A from registers (the\n"
-           "// decoded NVFP4 weights), B from shared memory through a descriptor.", "RS")
-    for n in RS_NS:
-        nd = n // 2
-        d, outs = accumulators(nd)
-        a = ", ".join(f"%{nd + i}" for i in range(4))
-        desc = f"%{nd + 4}"
-        pred = f"%{nd + 5}"
-        print(f"""template <>
-struct RS<{n}> {{
+def rs_wrapper(name, n, shape_types, extra):
+    """A wgmma with A from four registers and B through a descriptor.
+    shape_types: "k16.f32.f16.f16"; extra: the immediates after the scale-d predicate."""
+    nd = n // 2
+    d, outs = accumulators(nd)
+    a = ", ".join(f"%{nd + i}" for i in range(4))
+    print(f"""template <>
+struct {name}<{n}> {{
   __device__ __forceinline__ static void mma(float (&d)[{nd}], const uint32_t (&a)[4],
                                              uint64_t desc_b, int accumulate) {{
     asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, {pred}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, {{{a}}}, {desc}, p, 1, 1, 0;\\n}}\\n"
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nd + 5}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}{shape_types} {{{d}}}, {{{a}}}, %{nd + 4}, p, {extra};\\n}}\\n"
         : {outs}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
   }}
 }};
 """)
+
+
+def rs():
+    header("tools/gen/gen_wgmma.py",
+           "// wgmma.mma_async m64nNk16, fp16 x fp16 -> fp32, A from registers (the\n"
+           "// decoded NVFP4 weights), B from shared memory through a descriptor.", "RS")
+    for n in RS_NS:
+        rs_wrapper("RS", n, "k16.f32.f16.f16", "1, 1, 0")
     print("}  // namespace kestrel::wgmma")
 
 
 def fp8():
     header("tools/gen/gen_wgmma.py fp8",
-           "// wgmma.mma_async m64nNk32, e4m3 x e4m3 -> fp32, both operands K-major in\n"
-           "// shared memory through descriptors.", "SSFp8")
+           "// wgmma.mma_async m64nNk32, e4m3 x e4m3 -> fp32: SSFp8 with both operands\n"
+           "// K-major in shared memory through descriptors; RSFp8 with A from registers\n"
+           "// (the GEMV's decoded NVFP4 weights) and B through a descriptor.", "SSFp8")
     for n in FP8_NS:
         nd = n // 2
         d, outs = accumulators(nd)
@@ -75,6 +81,9 @@ struct SSFp8<{n}> {{
   }}
 }};
 """)
+    print("template <int N>\nstruct RSFp8;\n")
+    for n in RS_FP8_NS:
+        rs_wrapper("RSFp8", n, "k32.f32.e4m3.e4m3", "1, 1")
     print("}  // namespace kestrel::wgmma")
 
 
