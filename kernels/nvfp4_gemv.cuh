@@ -1,4 +1,5 @@
-// NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k].
+// NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k], or for
+// TOKENS = 2 rows j of B (the GEMM at M = 2), c[l][j][m].
 //
 // Memory-bound on A (0.5625 bytes per value). Each lane streams 16-byte chunks
 // of two rows of A (rows g and g+8 of a 16-row tile), decodes them to fp16 by
@@ -11,8 +12,11 @@
 // first 16-value block of its chunk, column 2x+1 those from the second, so
 // after the 8 mmas of a 128-value group each column holds one block's dot
 // product, A's block scale is applied once per block in fp32, and the two
-// columns a lane accumulates are adjacent blocks (one 2-byte scale load). B (small, shared by all rows) is decoded
-// once per CTA into shared memory in exactly the slot order the lanes need.
+// columns a lane accumulates are adjacent blocks (one 2-byte scale load). B
+// (small, shared by all rows) is decoded once per CTA into shared memory in
+// exactly the slot order the lanes need. With two tokens each decoded A group
+// feeds both tokens' mma chains: the decode, half the loop's instructions, is
+// paid once.
 //
 // Work split: a CTA owns RT row tiles (16 rows each) and a K range; its WARPS
 // warps split the tiles and interleave 128-value groups of K. A cluster of
@@ -56,9 +60,9 @@ __device__ __forceinline__ float e4m3_to_f32(uint32_t code) {
 
 // Bytes of the per-row reduction buffers at the start of shared memory,
 // rounded up so that the staged B behind them stays 16-byte aligned.
-template <int RT, int WARPS, int CLUSTER>
+template <int RT, int WARPS, int CLUSTER, int TOKENS>
 __host__ __device__ constexpr int reduction_bytes() {
-  return ((WARPS / RT + CLUSTER) * 16 * RT * 4 + 15) / 16 * 16;
+  return ((WARPS / RT + CLUSTER) * 16 * RT * 4 * TOKENS + 15) / 16 * 16;
 }
 
 // One lane's share of one group: 16 bytes of row g and of row g+8, and the
@@ -82,6 +86,19 @@ __device__ __forceinline__ uint32_t load_scale_pair(const uint8_t* p) {
 __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes), __NV_E4M3);
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
+}
+
+// A lane's 8 staged B fragment registers of one group (one per mma).
+__device__ __forceinline__ void load_fragments(const uint4* src, uint32_t (&q)[8]) {
+  const uint4 x = src[0], y = src[1];
+  q[0] = x.x;
+  q[1] = x.y;
+  q[2] = x.z;
+  q[3] = x.w;
+  q[4] = y.x;
+  q[5] = y.y;
+  q[6] = y.z;
+  q[7] = y.w;
 }
 
 template <bool VEC16>
@@ -110,7 +127,7 @@ __device__ __forceinline__ uint4 load_chunk(const uint8_t* row, int byte_off, in
 }  // namespace gemv
 
 template <typename OUT, int RT, int WARPS, int CLUSTER, int DEPTH, bool A_BLOCKED, bool B_BLOCKED,
-          bool VEC16, bool SCALE_PAIR>
+          bool VEC16, bool SCALE_PAIR, int TOKENS>
 // Resident warps per SM: enough loads in flight to cover DRAM latency. 24
 // with a cluster split; without one 16, which leave ptxas 112 registers
 // instead of 80 (where rt2 w8 spilled): M 8192 K 8192 20.9 -> 20.1 us, but
@@ -119,6 +136,7 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
     nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
+  static_assert(TOKENS == 1 || TOKENS == 2, "one or two rows of B");
   constexpr int KS = WARPS / RT;  // K slices per row tile inside the CTA
   extern __shared__ __align__(16) uint8_t smem[];
 
@@ -134,14 +152,16 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   const int row_bytes = p.o.k / 2;
 
   // ---- Stage B: decode this CTA's K range once, in lane slot order ----
-  // smem group block layout: [t][half][j] of f16x2 (j = mma index 0..7).
+  // smem group block layout: [t][half][j] of f16x2 (j = mma index 0..7); the
+  // tokens' staged rows one after the other.
   // Reduction buffers come first so that every CTA of a cluster agrees on
   // their offsets in the leader; the staged B (whose size varies with the
   // CTA's K range) follows.
   constexpr int ROWS = 16 * RT;
-  float* red = reinterpret_cast<float*>(smem);  // [KS][ROWS]
-  float* cl = red + KS * ROWS;                  // [CLUSTER][ROWS], used in the leader CTA
-  uint32_t* bsm = reinterpret_cast<uint32_t*>(smem + reduction_bytes<RT, WARPS, CLUSTER>());
+  float* red = reinterpret_cast<float*>(smem);  // [TOKENS][KS][ROWS]
+  float* cl = red + TOKENS * KS * ROWS;         // [TOKENS][CLUSTER][ROWS], used in the leader CTA
+  uint32_t* bsm = reinterpret_cast<uint32_t*>(smem + reduction_bytes<RT, WARPS, CLUSTER, TOKENS>());
+  const int token_words = (g_end - g_begin) * (kGroupSmem / 4);  // one token's staged B
 
   // Every CTA of the cluster must have started before any writes into the
   // leader's shared memory (racecheck flags it otherwise).
@@ -157,10 +177,12 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   if (l != staged_l) {
     __syncthreads();  // every warp is done with the previous batch's B
     staged_l = l;
-    const uint8_t* brow = p.o.b + l * p.o.b_batch;
-    for (int i = threadIdx.x; i < (g_end - g_begin) * 4; i += WARPS * 32) {
-      const int gi = g_begin + i / 4, ct = i % 4;
-      uint32_t* dst = bsm + (i / 4) * (kGroupSmem / 4) + ct * 16;
+    const int pieces = (g_end - g_begin) * 4;  // 16-byte pieces of one token's row
+    for (int i = threadIdx.x; i < pieces * TOKENS; i += WARPS * 32) {
+      const int j = TOKENS == 1 ? 0 : i / pieces, ip = TOKENS == 1 ? i : i % pieces;
+      const int gi = g_begin + ip / 4, ct = i % 4;
+      const uint8_t* brow = p.o.b + l * p.o.b_batch + j * p.o.b_token;
+      uint32_t* dst = bsm + j * token_words + (ip / 4) * (kGroupSmem / 4) + ct * 16;
 #pragma unroll
       for (int wi = 0; wi < 4; ++wi) {
         const int byte_off = gi * kGroupBytes + ct * 16 + wi * 4;
@@ -168,8 +190,9 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
         uint32_t h[4] = {0, 0, 0, 0};
         if (byte_off < row_bytes) {
           decode_fp4x8(ptx::ld_nc_u32(brow + byte_off), h);
-          const uint32_t s = splat_e4m3_as_half2(ptx::ld_nc_u8(
-              p.o.sfb + scale_offset<B_BLOCKED>(p.o.sfb_batch, 0, l, 0, kb, p.o.b_rows, kblocks)));
+          const uint32_t s = splat_e4m3_as_half2(
+              ptx::ld_nc_u8(p.o.sfb + scale_offset<B_BLOCKED>(p.o.sfb_batch, p.o.sfb_token, l, j,
+                                                              kb, p.o.b_rows, kblocks)));
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[q]),
@@ -201,7 +224,7 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   // column owns no slot of that lane).
   const bool b0_lane = g == 2 * t, b1_lane = g == 2 * t + 1;
   const uint32_t* bsm_lane = bsm + t * 16 + (b1_lane ? 8 : 0);
-  float acc0 = 0.f, acc1 = 0.f, acc2 = 0.f, acc3 = 0.f;
+  float acc[TOKENS][4] = {};
   uint32_t b0q[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b1q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 
   auto load = [&](int gi, Stage& st) {
@@ -234,33 +257,29 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
       decode_fp4x8(w0[wi], h0[wi]);
       decode_fp4x8(w1[wi], h1[wi]);
     }
-    const uint4* src = reinterpret_cast<const uint4*>(bsm_lane + (gi - g_begin) * (kGroupSmem / 4));
-    if (b0_lane) {
-      const uint4 x = src[0], y = src[1];
-      b0q[0] = x.x; b0q[1] = x.y; b0q[2] = x.z; b0q[3] = x.w;
-      b0q[4] = y.x; b0q[5] = y.y; b0q[6] = y.z; b0q[7] = y.w;
-    }
-    if (b1_lane) {
-      const uint4 x = src[0], y = src[1];
-      b1q[0] = x.x; b1q[1] = x.y; b1q[2] = x.z; b1q[3] = x.w;
-      b1q[4] = y.x; b1q[5] = y.y; b1q[6] = y.z; b1q[7] = y.w;
-    }
-    // Two independent mma chains (even and odd j): 8 dependent mmas were the
-    // warp's critical path. Adding them is exact: a column only holds
-    // products of one block (at most 16, multiples of one unit and below 2^8
-    // of it).
-    float c[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int wlo = j / 4, whi = 2 + j / 4, q = j % 4;
-      const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
-      ptx::mma_m16n8k16_f16_f32(c[j % 2], a, b0q[j], b1q[j]);
-    }
     const float2 sa = e4m3x2_to_f32(st.sc0), sb = e4m3x2_to_f32(st.sc1);
-    acc0 = fmaf(c[0][0] + c[1][0], sa.x, acc0);
-    acc1 = fmaf(c[0][1] + c[1][1], sa.y, acc1);
-    acc2 = fmaf(c[0][2] + c[1][2], sb.x, acc2);
-    acc3 = fmaf(c[0][3] + c[1][3], sb.y, acc3);
+#pragma unroll
+    for (int tok = 0; tok < TOKENS; ++tok) {
+      const uint4* src = reinterpret_cast<const uint4*>(bsm_lane + tok * token_words +
+                                                        (gi - g_begin) * (kGroupSmem / 4));
+      if (b0_lane) load_fragments(src, b0q);
+      if (b1_lane) load_fragments(src, b1q);
+      // Two independent mma chains (even and odd j): 8 dependent mmas were
+      // the warp's critical path. Adding them is exact: a column only holds
+      // products of one block (at most 16, multiples of one unit and below
+      // 2^8 of it).
+      float c[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int wlo = j / 4, whi = 2 + j / 4, q = j % 4;
+        const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
+        ptx::mma_m16n8k16_f16_f32(c[j % 2], a, b0q[j], b1q[j]);
+      }
+      acc[tok][0] = fmaf(c[0][0] + c[1][0], sa.x, acc[tok][0]);
+      acc[tok][1] = fmaf(c[0][1] + c[1][1], sa.y, acc[tok][1]);
+      acc[tok][2] = fmaf(c[0][2] + c[1][2], sb.x, acc[tok][2]);
+      acc[tok][3] = fmaf(c[0][3] + c[1][3], sb.y, acc[tok][3]);
+    }
   };
 
   // Full groups: a register pipeline DEPTH groups deep (loads for group
@@ -289,35 +308,42 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   }
 
   // ---- Reduce: columns -> lanes of a quad -> K slices -> cluster ----
-  float r0 = acc0 + acc1, r1 = acc2 + acc3;
-  r0 += __shfl_xor_sync(0xffffffffu, r0, 1);
-  r1 += __shfl_xor_sync(0xffffffffu, r1, 1);
-  r0 += __shfl_xor_sync(0xffffffffu, r0, 2);
-  r1 += __shfl_xor_sync(0xffffffffu, r1, 2);
-  if (t == 0) {
-    red[ks * ROWS + rt * 16 + g] = r0;
-    red[ks * ROWS + rt * 16 + g + 8] = r1;
-  }
-  __syncthreads();
-  float total = 0.f;
-  if (threadIdx.x < ROWS) {
+  // Thread i < TOKENS * ROWS sums token i / ROWS, row i % ROWS.
 #pragma unroll
-    for (int s = 0; s < KS; ++s) total += red[s * ROWS + threadIdx.x];
-  }
-  if constexpr (CLUSTER > 1) {
-    if (threadIdx.x < ROWS)
-      ptx::st_cluster_f32(ptx::map_shared_rank(ptx::smem_u32(cl + crank * ROWS + threadIdx.x), 0),
-                          total);
-    ptx::cluster_sync();
-    if (crank == 0 && threadIdx.x < ROWS) {
-      total = 0.f;
-#pragma unroll
-      for (int s = 0; s < CLUSTER; ++s) total += cl[s * ROWS + threadIdx.x];
+  for (int tok = 0; tok < TOKENS; ++tok) {
+    float r0 = acc[tok][0] + acc[tok][1], r1 = acc[tok][2] + acc[tok][3];
+    r0 += __shfl_xor_sync(0xffffffffu, r0, 1);
+    r1 += __shfl_xor_sync(0xffffffffu, r1, 1);
+    r0 += __shfl_xor_sync(0xffffffffu, r0, 2);
+    r1 += __shfl_xor_sync(0xffffffffu, r1, 2);
+    if (t == 0) {
+      red[(tok * KS + ks) * ROWS + rt * 16 + g] = r0;
+      red[(tok * KS + ks) * ROWS + rt * 16 + g + 8] = r1;
     }
   }
-  const int row = tile * ROWS + threadIdx.x;
-  if (crank == 0 && threadIdx.x < ROWS && row < p.o.m) {
-    OUT* out = reinterpret_cast<OUT*>(p.o.c) + l * p.o.c_batch + (long long)row * p.o.c_row;
+  __syncthreads();
+  const int tok = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
+  const bool sums = threadIdx.x < TOKENS * ROWS;
+  float total = 0.f;
+  if (sums) {
+#pragma unroll
+    for (int s = 0; s < KS; ++s) total += red[(tok * KS + s) * ROWS + r];
+  }
+  if constexpr (CLUSTER > 1) {
+    if (sums)
+      ptx::st_cluster_f32(
+          ptx::map_shared_rank(ptx::smem_u32(cl + (tok * CLUSTER + crank) * ROWS + r), 0), total);
+    ptx::cluster_sync();
+    if (crank == 0 && sums) {
+      total = 0.f;
+#pragma unroll
+      for (int s = 0; s < CLUSTER; ++s) total += cl[(tok * CLUSTER + s) * ROWS + r];
+    }
+  }
+  const int row = tile * ROWS + r;
+  if (crank == 0 && sums && row < p.o.m) {
+    OUT* out = reinterpret_cast<OUT*>(p.o.c) + l * p.o.c_batch + tok * p.o.c_token +
+               (long long)row * p.o.c_row;
     *out = OUT(total * p.o.alpha);
   }
   // The reduction buffers are rewritten by the next work item.

@@ -62,9 +62,6 @@ struct GemvWgmmaParams {
   int items, ctas;  // items = work.count(L); CTA c starts with item c
   int groups;       // groups of 128 values per row
   int sfa_tma;      // linear A scales: 1 = by TMA (tmap_sfa), 0 = by 4-byte cp.async
-  int tokens;       // rows of B taken (1..TOKENS)
-  long long b_token, sfb_token;  // bytes between B's rows: values, linear scales
-  long long c_token;             // elements between the tokens' outputs
 };
 
 namespace gemv_wgmma {
@@ -265,19 +262,19 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         const int kb = c * 32 + lane;
 #pragma unroll
         for (int j = 0; j < TOKENS; ++j) {
-          const bool live = j < p.tokens;
+          const bool live = j < p.o.tokens;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int word = c * 64 + lane + 32 * h;
             bw[j][h] = live && word < p.o.k / 8
-                           ? __ldg(reinterpret_cast<const uint32_t*>(brow + j * p.b_token) + word)
+                           ? __ldg(reinterpret_cast<const uint32_t*>(brow + j * p.o.b_token) + word)
                            : 0u;
           }
           sb_code[j] = 0;
           if (live && kb < kblocks)
             sb_code[j] =
                 B_BLOCKED ? __ldg(p.o.sfb + blocked_scale_index(it.l, j, kb, p.o.b_rows, kblocks))
-                          : __ldg(srow + j * p.sfb_token + kb);
+                          : __ldg(srow + j * p.o.sfb_token + kb);
         }
 
         wait_stage();
@@ -322,10 +319,10 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
           // B: each token's 64 words of the chunk (16 per group) become its live
           // words of the group tiles (even nibbles: k32 step 2 * half, odd: 2 *
-          // half + 1). A token past p.tokens keeps its zeros.
+          // half + 1). A token past p.o.tokens keeps its zeros.
 #pragma unroll
         for (int j = 0; j < TOKENS; ++j) {
-          if (j >= p.tokens) break;
+          if (j >= p.o.tokens) break;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int q = lane + 32 * h;
@@ -419,7 +416,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   };
 
   auto store = [&](const Position& cu, int j, float s0, float s1) {
-    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch + j * p.c_token;
+    OUT* out = reinterpret_cast<OUT*>(p.o.c) + cu.l * p.o.c_batch + j * p.o.c_token;
     const int row0 = cu.mt * kRows + r0, row1 = cu.mt * kRows + r1;
     if (row0 < p.o.m) out[(long long)row0 * p.o.c_row] = OUT(s0 * p.o.alpha);
     if (row1 < p.o.m) out[(long long)row1 * p.o.c_row] = OUT(s1 * p.o.alpha);
@@ -454,7 +451,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       acc1[j] += __shfl_xor_sync(0xffffffffu, acc1[j], 1);
       acc0[j] += __shfl_xor_sync(0xffffffffu, acc0[j], 2);
       acc1[j] += __shfl_xor_sync(0xffffffffu, acc1[j], 2);
-      if (j % 4 == t && j < p.tokens) {
+      if (j % 4 == t && j < p.o.tokens) {
         if (p.work.segs == 1) {
           store(cu, j, acc0[j], acc1[j]);
         } else {  // slot [item][token][row]
@@ -510,9 +507,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   // 8, which ptxas unrolled to 16: two at K = 16384; session 10's trace: the
   // sums ended 1.4-2.9 us after the last consumer).
   constexpr int kSlotRound = 32;
-  const int row = threadIdx.x % kRows, units = p.items / p.work.segs * p.tokens;
+  const int row = threadIdx.x % kRows, units = p.items / p.work.segs * p.o.tokens;
   for (int u = 2 * blockIdx.x + threadIdx.x / kRows; u < units; u += 2 * p.ctas) {
-    const int tile = u / p.tokens, j = u - tile * p.tokens;
+    const int tile = u / p.o.tokens, j = u - tile * p.o.tokens;
     const float* slots = p.partial + ((long long)tile * p.work.segs * TOKENS + j) * kRows + row;
     float sum = 0.f;
     for (int s0 = 0; s0 < p.work.segs; s0 += kSlotRound) {
@@ -527,7 +524,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     const int m_row = it.mt * kRows + row;
     if (m_row < p.o.m)
       (reinterpret_cast<OUT*>(p.o.c) + it.l * p.o.c_batch +
-       j * p.c_token)[(long long)m_row * p.o.c_row] = OUT(sum * p.o.alpha);
+       j * p.o.c_token)[(long long)m_row * p.o.c_row] = OUT(sum * p.o.alpha);
   }
 }
 

@@ -280,19 +280,20 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
   if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
 
   // One or two tokens: the GEMV kernels are the memory-bound specialists
-  // (they read row-major weights, with no activation pre-pass). One token
-  // takes either; two share each weight stage of the wgmma GEMV, where its
-  // rules hold. H100, session 46, against the GEMM kernel: M2 1.04-1.56x on
-  // eight decode shapes (N8192 K8192 27.9 -> 24.2 us, N28672 K4096 41.9 ->
-  // 32.7, N1024 K4096 11.8 -> 7.6); at four tokens it won on half of them
-  // and at eight on none, so M >= 3 stays on the GEMM kernel.
+  // (they read row-major weights, with no activation pre-pass); two tokens
+  // share each decoded weight group. H100, session 46, M2 against the GEMM
+  // kernel: 1.04-2.1x on eight decode shapes (N8192 K8192 27.9 -> 24.1 us,
+  // N28672 K4096 41.2 -> 32.6, N4096 K4096 14.0 -> 11.3, N1024 K4096 11.7 ->
+  // 5.5). The wgmma GEMV at four tokens won on half of them and at eight on
+  // none, so M >= 3 stays on the GEMM kernel.
   if (shape.m <= ops::kGemvMaxTokens && config == nullptr && !w_packed) {
     const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
                                               {shape.c_batch, 1});
     if (shape.m == 1) return gemv_nvfp4(b, a, cv, stream);
     const ops::GemvProblem p{b, a, cv, shape.batches, shape.n, shape.k, shape.m, shape.c_row};
-    if (ops::gemv_wgmma_unmet_rule(p, GemvConfig{}, *dev).empty())
-      return ops::launch_gemv_wgmma(p, GemvConfig{}, stream);
+    bool ran = false;
+    const Status st = ops::launch_gemv_tokens(p, *dev, stream, &ran);
+    if (ran || !st.ok()) return st;
   }
 
   GemmConfig cfg;

@@ -38,7 +38,37 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& pr, float decode_factor) {
   o.l = int(pr.batches);
   o.b_rows = int(pr.b.rows());
   o.alpha = pr.a.global_scale * pr.b.global_scale * decode_factor;
+  o.tokens = int(pr.tokens);
+  o.b_token = shape3(pr.b.values).row_stride;
+  if (pr.b.layout == ScaleLayout::kLinear) o.sfb_token = shape3(pr.b.scales).row_stride;
+  o.c_token = pr.c_token;
   return o;
+}
+
+Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
+                          bool* ran) {
+  *ran = false;
+  // Two tokens double the register kernel's mma chains but not its decode,
+  // and add a token's B tiles and wgmmas to the wgmma kernel's stages: the
+  // wgmma kernel takes over from 32 Mi values rather than 96 (H100, session
+  // 46, us, register / wgmma: N4096 K4096 11.3 / 13.3, N2048 K8192 11.9 /
+  // 13.1, N7168 K2048 11.0 / 12.9; N14336 K4096 25.7 / 23.0, N8192 K8192
+  // 27.2 / 24.1, N28672 K4096 43.0 / 32.6).
+  const bool wgmma =
+      p.k >= 2048 && p.m * p.batches >= 4096 && p.m * p.batches * p.k >= (int64_t(32) << 20);
+  const GemvKernel kernel = wgmma ? GemvKernel::kWgmma : GemvKernel::kRegister;
+  GemvConfig cfg = gemv_default_config(p.m, p.k, p.batches, dev.sm_count, kernel);
+  if (kernel == GemvKernel::kWgmma) {
+    if (!gemv_wgmma_unmet_rule(p, cfg, dev).empty()) return Status::Ok();
+    *ran = true;
+    return launch_gemv_wgmma(p, cfg, stream);
+  }
+  // Each token's B is staged: as for one token, clusters keep it under 64 KB.
+  while (cfg.cluster < 8 && gemv_register_smem_bytes(cfg, p.k, p.tokens) > 64 * 1024)
+    cfg.cluster *= 2;
+  if (!check_gemv_register_config(cfg, p.k, dev, p.tokens).ok()) return Status::Ok();
+  *ran = true;
+  return launch_gemv_register(p, cfg, stream);
 }
 
 }  // namespace ops

@@ -35,6 +35,9 @@ struct GemvOperandArgs {
   long long c_batch, c_row;
   int m, k, l, b_rows;
   float alpha;
+  int tokens;
+  long long b_token, sfb_token;
+  long long c_token;
 };
 // decode_factor: what the kernel's A x B decode leaves to multiply back.
 GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
@@ -44,15 +47,21 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev);
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
-// The most tokens (rows of b) the wgmma kernel takes in one launch.
+// The most tokens (rows of b) the GEMV kernels take in one launch.
 constexpr int64_t kGemvMaxTokens = 2;
+// Several tokens (gemm_nvfp4 at M = 2): the kernel gemv_nvfp4 picks for one
+// token, at `p.tokens`. *ran is false (and the status Ok) where the operands
+// break its rules: the caller runs the GEMM kernel instead.
+Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
+                          bool* ran);
 // The work items (row tile x K segment of whole chunks of kGemvWgmmaChunk
 // values) the wgmma kernel hands out for a shape.
 constexpr int kGemvWgmmaChunk = 512;  // mirrors kernels/nvfp4_gemv_wgmma.cuh
 int64_t gemv_wgmma_items(int64_t m, int64_t k, int64_t batches, const GemvConfig& cfg);
 
-int gemv_register_smem_bytes(const GemvConfig& cfg, int64_t k);
-Status check_gemv_register_config(const GemvConfig& cfg, int64_t k, const rt::DeviceInfo& dev);
+int gemv_register_smem_bytes(const GemvConfig& cfg, int64_t k, int64_t tokens = 1);
+Status check_gemv_register_config(const GemvConfig& cfg, int64_t k, const rt::DeviceInfo& dev,
+                                  int64_t tokens = 1);
 Status launch_gemv_register(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
 
 }  // namespace kestrel::ops

@@ -21,23 +21,25 @@ constexpr int kGroup = 128, kGroupSmem = 256;
 
 }  // namespace
 
-int gemv_register_smem_bytes(const GemvConfig& c, int64_t k) {
+int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens) {
   const int64_t groups = (k + kGroup - 1) / kGroup;
   const int64_t per_cta = (groups + c.cluster - 1) / c.cluster;
   // Reduction buffers first (rounded to 16 bytes), then the staged B: the
-  // layout of kernels/nvfp4_gemv.cuh (reduction_bytes).
-  const int reduction = ((c.warps / c.row_tiles + c.cluster) * 16 * c.row_tiles * 4 + 15) / 16 * 16;
-  return int(per_cta * kGroupSmem + reduction);
+  // layout of kernels/nvfp4_gemv.cuh (reduction_bytes), per token.
+  const int64_t reduction =
+      ((c.warps / c.row_tiles + c.cluster) * 16 * c.row_tiles * 4 * tokens + 15) / 16 * 16;
+  return int(per_cta * kGroupSmem * tokens + reduction);
 }
 
-Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::DeviceInfo& dev) {
+Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::DeviceInfo& dev,
+                                  int64_t tokens) {
   auto in = [](int v, std::initializer_list<int> set) {
     return std::find(set.begin(), set.end(), v) != set.end();
   };
   if (!in(c.row_tiles, {1, 2, 4, 8}) || !in(c.warps, {4, 8, 16}) || c.warps % c.row_tiles != 0 ||
       !in(c.cluster, {1, 2, 4, 8}) || !in(c.depth, {1, 2, 4}))
     return Status::InvalidArgument("config: not in gemv_config_space(): " + c.describe());
-  const int smem = gemv_register_smem_bytes(c, k);
+  const int smem = gemv_register_smem_bytes(c, k, tokens);
   if (smem > dev.max_smem_per_block_optin)
     return Status::InvalidArgument("config: needs " + std::to_string(smem) +
                                    " bytes of shared memory, the GPU allows " +
@@ -65,13 +67,13 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& cfg, cudaSt
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair), &kernel));
+      gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair, int(pr.tokens)), &kernel));
   // Persistent grid: as many clusters as fit at once, none idle.
   rt::LaunchShape shape;
   const int64_t work = (pr.m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * pr.batches;
   shape.block = dim3(unsigned(cfg.warps * 32));
   shape.cluster = dim3(unsigned(cfg.cluster), 1, 1);
-  shape.smem_bytes = size_t(gemv_register_smem_bytes(cfg, pr.k));
+  shape.smem_bytes = size_t(gemv_register_smem_bytes(cfg, pr.k, pr.tokens));
   shape.grid = dim3(unsigned(cfg.cluster));
   int resident = 0;
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));

@@ -28,8 +28,6 @@ struct WgmmaParams {  // mirrors kestrel::GemvWgmmaParams in kernels/nvfp4_gemv_
   int items, ctas;
   int groups;
   int sfa_tma;
-  int tokens;
-  long long b_token, sfb_token, c_token;
 };
 
 // The constants of kernels/nvfp4_gemv_wgmma.cuh (namespace gemv_wgmma).
@@ -123,10 +121,6 @@ Status launch_gemv_wgmma(const GemvProblem& pr, const GemvConfig& cfg, cudaStrea
   WgmmaParams p{};
   p.o = gemv_operand_args(pr, 4096.0f);  // 2^12: two decodes of 2^-6
   const int tokens = int(pr.tokens);
-  p.tokens = tokens;
-  p.b_token = shape3(b.values).row_stride;
-  if (!b_blk) p.sfb_token = shape3(b.scales).row_stride;
-  p.c_token = pr.c_token;
   const int tiles_m = int((pr.m + kRows - 1) / kRows);
   const int chunks = int((pr.k + kChunk - 1) / kChunk);
   p.groups = int((pr.k + kGroup - 1) / kGroup);

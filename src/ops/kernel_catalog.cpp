@@ -85,9 +85,11 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
   }
-  // The wgmma GEMV at two tokens (the GEMM at M = 2).
+  // Both GEMV kernels at two tokens (the GEMM at M = 2).
   specs.push_back(gemv_wgmma_kernel_spec(DType::kF16, GemvConfig{}, false, false, 2));
   specs.push_back(gemv_wgmma_kernel_spec(DType::kBF16, GemvConfig{}, true, true, 2));
+  for (const GemvConfig& reg : regs)
+    specs.push_back(gemv_kernel_spec(DType::kF16, reg, false, true, true, true, 2));
   GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
   unaligned.warps = 4;

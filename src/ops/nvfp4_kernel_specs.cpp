@@ -11,13 +11,13 @@ const char* half_type(DType t) { return t == DType::kF16 ? "__half" : "__nv_bflo
 }  // namespace
 
 rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool b_blocked,
-                                bool vec16, bool scale_pair) {
+                                bool vec16, bool scale_pair, int tokens) {
   return {"nvfp4_gemv.cuh",
           std::string("kestrel::nvfp4_gemv_kernel<") + half_type(out) + ", " +
               std::to_string(cfg.row_tiles) + ", " + std::to_string(cfg.warps) + ", " +
               std::to_string(cfg.cluster) + ", " + std::to_string(cfg.depth) + ", " +
               flag(a_blocked) + ", " + flag(b_blocked) + ", " + flag(vec16) + ", " +
-              flag(scale_pair) + ">",
+              flag(scale_pair) + ", " + std::to_string(tokens) + ">",
           {}};
 }
 

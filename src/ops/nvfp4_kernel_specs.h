@@ -7,9 +7,9 @@
 
 namespace kestrel::ops {
 
+// tokens: the rows of B the GEMV kernels take (1 or 2).
 rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool b_blocked,
-                                bool vec16, bool scale_pair);
-// tokens: the rows of B the kernel takes (1 or 2).
+                                bool vec16, bool scale_pair, int tokens = 1);
 rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked,
                                       bool b_blocked, int tokens = 1);
 // w_packed: the weights in the packed order of pack_gemm_weights; grouped:
