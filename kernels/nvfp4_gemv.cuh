@@ -137,6 +137,7 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
   static_assert(TOKENS == 1 || TOKENS == 2, "one or two rows of B");
+  static_assert(TOKENS == 1 || CLUSTER == 1, "two tokens were tested without a cluster split");
   constexpr int KS = WARPS / RT;  // K slices per row tile inside the CTA
   extern __shared__ __align__(16) uint8_t smem[];
 

@@ -63,10 +63,12 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
     *ran = true;
     return launch_gemv_wgmma(p, cfg, stream);
   }
-  // Each token's B is staged: as for one token, clusters keep it under 64 KB.
-  while (cfg.cluster < 8 && gemv_register_smem_bytes(cfg, p.k, p.tokens) > 64 * 1024)
-    cfg.cluster *= 2;
-  if (!check_gemv_register_config(cfg, p.k, dev, p.tokens).ok()) return Status::Ok();
+  // Each token's B is staged, under 64 KB as for one token. Rows long enough
+  // for a cluster split (few rows, K >= 32768) stay on the GEMM kernel: the
+  // kernel takes two tokens without one only.
+  if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > 64 * 1024 ||
+      !check_gemv_register_config(cfg, p.k, dev, p.tokens).ok())
+    return Status::Ok();
   *ran = true;
   return launch_gemv_register(p, cfg, stream);
 }

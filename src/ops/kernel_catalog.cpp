@@ -89,7 +89,8 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back(gemv_wgmma_kernel_spec(DType::kF16, GemvConfig{}, false, false, 2));
   specs.push_back(gemv_wgmma_kernel_spec(DType::kBF16, GemvConfig{}, true, true, 2));
   for (const GemvConfig& reg : regs)
-    specs.push_back(gemv_kernel_spec(DType::kF16, reg, false, true, true, true, 2));
+    if (reg.cluster == 1)
+      specs.push_back(gemv_kernel_spec(DType::kF16, reg, false, true, true, true, 2));
   GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
   unaligned.warps = 4;

@@ -181,6 +181,9 @@ std::vector<GemmCase> shapes() {
   v.push_back({2, 200, 8192, 3, false, L::kLinear, L::kBlocked, DType::kBF16, 8, 48});
   v.push_back({2, 328, 4096 + 64, 2, true, L::kBlocked, L::kLinear, DType::kF16, 0, 4});
   v.push_back({2, 7168, 16384, 1, false, L::kLinear, L::kLinear, DType::kBF16});
+  // Few rows of long K: the register GEMV would split K over a cluster,
+  // which it takes at one token only, so M = 2 runs the GEMM kernel.
+  v.push_back({2, 200, 32768, 1, true, L::kBlocked, L::kLinear});
   v.push_back({7, 200, 8192, 3, false, L::kLinear, L::kBlocked, DType::kBF16, 8, 48});
   // Packed weights: a seed, edge shapes (M = 1 runs the GEMM kernel, N off
   // the 128-row tile and off the 64-row block, K of half a stage), batches,
