@@ -46,10 +46,12 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // a: L x M x K NVFP4 (activations); b: L x N x K NVFP4 (weights, rows 16-byte
 // aligned, scales at even addresses: base and batch stride); c: fp16 or bf16
 // [L][M][N] (or [M][N] when L = 1), any row stride.
-// K: a multiple of 64. Without `config`, M = 1 runs gemv_nvfp4, and M = 2
-// the wgmma GEMV for both tokens at once where its rules hold (see
-// gemv_nvfp4: A's rows 4-byte aligned, the weights' linear scale rows 4-byte
-// aligned); both keep gemv_nvfp4's workspaces and, for long rows, launch
+// K: a multiple of 64. Without `config` and with row-major weights, M = 1
+// runs gemv_nvfp4, and M = 2 one of its kernels for both tokens at once: the
+// wgmma GEMV from 32 Mi weight values where its rules hold (the weights'
+// linear scale rows 4-byte aligned), else the register GEMV where its staged
+// activations fit 64 KB without a cluster split, else the GEMM kernel. The
+// wgmma GEMV keeps gemv_nvfp4's workspaces and, for long rows, launches
 // cooperatively.
 // Otherwise runs a small pre-pass that expands A to fp16 in a stream-ordered
 // scratch allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
