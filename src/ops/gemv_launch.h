@@ -11,9 +11,9 @@
 
 namespace kestrel::ops {
 
-// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M]; with
-// several tokens (the wgmma kernel only) rows 0..tokens-1 of b, and token j's
-// outputs c_token elements after token 0's.
+// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M]; with two
+// tokens rows 0 and 1 of b, and token 1's outputs c_token elements after
+// token 0's.
 struct GemvProblem {
   const Nvfp4View& a;
   const Nvfp4View& b;
@@ -49,9 +49,10 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
 // The most tokens (rows of b) the GEMV kernels take in one launch.
 constexpr int64_t kGemvMaxTokens = 2;
-// Several tokens (gemm_nvfp4 at M = 2): the kernel gemv_nvfp4 picks for one
-// token, at `p.tokens`. *ran is false (and the status Ok) where the operands
-// break its rules: the caller runs the GEMM kernel instead.
+// Two tokens (gemm_nvfp4 at M = 2): the wgmma kernel from 32 Mi values of a,
+// else the register kernel. *ran is false (and the status Ok) where the
+// operands break the chosen kernel's rules: the caller runs the GEMM kernel
+// instead.
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
                           bool* ran);
 // The work items (row tile x K segment of whole chunks of kGemvWgmmaChunk

@@ -6,7 +6,6 @@
 
 #include "ops/fp8_gemm_kernel.h"
 #include "ops/gemm_common.h"
-#include "ops/gemv_launch.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/rowwise_config.h"
 #include "ops/rowwise_plan.h"
