@@ -1,5 +1,5 @@
 // NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k], or for
-// TOKENS = 2 rows j of B (the GEMM at M = 2), c[l][j][m].
+// TOKENS = 2..4 rows j of B (the GEMM at M = 2..4), c[l][j][m].
 //
 // Memory-bound on A (0.5625 bytes per value). Each lane streams 16-byte chunks
 // of two rows of A (rows g and g+8 of a 16-row tile), decodes them to fp16 by
@@ -136,8 +136,8 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
     nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
-  static_assert(TOKENS == 1 || TOKENS == 2, "one or two rows of B");
-  static_assert(TOKENS == 1 || CLUSTER == 1, "two tokens were tested without a cluster split");
+  static_assert(TOKENS >= 1 && TOKENS <= 4, "one to four rows of B");
+  static_assert(TOKENS == 1 || CLUSTER == 1, "several tokens were tested without a cluster split");
   constexpr int KS = WARPS / RT;  // K slices per row tile inside the CTA
   extern __shared__ __align__(16) uint8_t smem[];
 
@@ -225,7 +225,9 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   // column owns no slot of that lane).
   const bool b0_lane = g == 2 * t, b1_lane = g == 2 * t + 1;
   const uint32_t* bsm_lane = bsm + t * 16 + (b1_lane ? 8 : 0);
-  float acc[TOKENS][4] = {};
+  // Per token, rows g and g + 8 (both blocks of a lane summed as they come:
+  // four tokens fit 128 registers with two sums each, not with four).
+  float acc[TOKENS][2] = {};
   uint32_t b0q[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b1q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 
   auto load = [&](int gi, Stage& st) {
@@ -276,10 +278,8 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
         const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
         ptx::mma_m16n8k16_f16_f32(c[j % 2], a, b0q[j], b1q[j]);
       }
-      acc[tok][0] = fmaf(c[0][0] + c[1][0], sa.x, acc[tok][0]);
-      acc[tok][1] = fmaf(c[0][1] + c[1][1], sa.y, acc[tok][1]);
-      acc[tok][2] = fmaf(c[0][2] + c[1][2], sb.x, acc[tok][2]);
-      acc[tok][3] = fmaf(c[0][3] + c[1][3], sb.y, acc[tok][3]);
+      acc[tok][0] = fmaf(c[0][1] + c[1][1], sa.y, fmaf(c[0][0] + c[1][0], sa.x, acc[tok][0]));
+      acc[tok][1] = fmaf(c[0][3] + c[1][3], sb.y, fmaf(c[0][2] + c[1][2], sb.x, acc[tok][1]));
     }
   };
 
@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   // Thread i < TOKENS * ROWS sums token i / ROWS, row i % ROWS.
 #pragma unroll
   for (int tok = 0; tok < TOKENS; ++tok) {
-    float r0 = acc[tok][0] + acc[tok][1], r1 = acc[tok][2] + acc[tok][3];
+    float r0 = acc[tok][0], r1 = acc[tok][1];
     r0 += __shfl_xor_sync(0xffffffffu, r0, 1);
     r1 += __shfl_xor_sync(0xffffffffu, r1, 1);
     r0 += __shfl_xor_sync(0xffffffffu, r0, 2);

@@ -262,16 +262,15 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
         const int kb = c * 32 + lane;
 #pragma unroll
         for (int j = 0; j < TOKENS; ++j) {
-          const bool live = j < p.o.tokens;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int word = c * 64 + lane + 32 * h;
-            bw[j][h] = live && word < p.o.k / 8
+            bw[j][h] = word < p.o.k / 8
                            ? __ldg(reinterpret_cast<const uint32_t*>(brow + j * p.o.b_token) + word)
                            : 0u;
           }
           sb_code[j] = 0;
-          if (live && kb < kblocks)
+          if (kb < kblocks)
             sb_code[j] =
                 B_BLOCKED ? __ldg(p.o.sfb + blocked_scale_index(it.l, j, kb, p.o.b_rows, kblocks))
                           : __ldg(srow + j * p.o.sfb_token + kb);
@@ -316,13 +315,14 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
           }
         }
         // (Linear: the barrier counts one cp.async arrival per lane either way.)
-        if constexpr (!A_BLOCKED) ptx::cp_async_arrive_noinc(&full[stage]);
-          // B: each token's 64 words of the chunk (16 per group) become its live
-          // words of the group tiles (even nibbles: k32 step 2 * half, odd: 2 *
-          // half + 1). A token past p.o.tokens keeps its zeros.
+        if constexpr (!A_BLOCKED) {
+          ptx::cp_async_arrive_noinc(&full[stage]);
+        }
+        // B: each token's 64 words of the chunk (16 per group) become its live
+        // words of the group tiles (even nibbles: k32 step 2 * half, odd: 2 *
+        // half + 1).
 #pragma unroll
         for (int j = 0; j < TOKENS; ++j) {
-          if (j >= p.o.tokens) break;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int q = lane + 32 * h;
@@ -451,7 +451,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
       acc1[j] += __shfl_xor_sync(0xffffffffu, acc1[j], 1);
       acc0[j] += __shfl_xor_sync(0xffffffffu, acc0[j], 2);
       acc1[j] += __shfl_xor_sync(0xffffffffu, acc1[j], 2);
-      if (j % 4 == t && j < p.o.tokens) {
+      if (j % 4 == t) {
         if (p.work.segs == 1) {
           store(cu, j, acc0[j], acc1[j]);
         } else {  // slot [item][token][row]
@@ -507,9 +507,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
   // 8, which ptxas unrolled to 16: two at K = 16384; session 10's trace: the
   // sums ended 1.4-2.9 us after the last consumer).
   constexpr int kSlotRound = 32;
-  const int row = threadIdx.x % kRows, units = p.items / p.work.segs * p.o.tokens;
+  const int row = threadIdx.x % kRows, units = p.items / p.work.segs * TOKENS;
   for (int u = 2 * blockIdx.x + threadIdx.x / kRows; u < units; u += 2 * p.ctas) {
-    const int tile = u / p.o.tokens, j = u - tile * p.o.tokens;
+    const int tile = u / TOKENS, j = u - tile * TOKENS;
     const float* slots = p.partial + ((long long)tile * p.work.segs * TOKENS + j) * kRows + row;
     float sum = 0.f;
     for (int s0 = 0; s0 < p.work.segs; s0 += kSlotRound) {

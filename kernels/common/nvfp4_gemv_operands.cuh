@@ -1,6 +1,6 @@
 // The operands every NVFP4 GEMV kernel takes (A's values are passed apart:
 // as a pointer or a TMA map): c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k],
-// or for each of `tokens` rows j of B, c[l][j][m] (the GEMM at M = 2).
+// or for each of `tokens` rows j of B, c[l][j][m] (the GEMM at M = 2..4).
 #pragma once
 #include <cuda/std/cstdint>
 
@@ -16,8 +16,7 @@ struct GemvOperands {
   void* c;  // [L][M] fp16 / bf16
   long long c_batch, c_row;
   int m, k, l, b_rows;
-  float alpha;  // global scales times the kernel's decode factor
-  int tokens;   // rows of B taken (the kernel's TOKENS)
+  float alpha;                   // global scales times the kernel's decode factor
   long long b_token, sfb_token;  // bytes between B's rows: values, linear scales
   long long c_token;             // elements between the tokens' outputs
 };

@@ -38,7 +38,6 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& pr, float decode_factor) {
   o.l = int(pr.batches);
   o.b_rows = int(pr.b.rows());
   o.alpha = pr.a.global_scale * pr.b.global_scale * decode_factor;
-  o.tokens = int(pr.tokens);
   o.b_token = shape3(pr.b.values).row_stride;
   if (pr.b.layout == ScaleLayout::kLinear) o.sfb_token = shape3(pr.b.scales).row_stride;
   o.c_token = pr.c_token;
@@ -54,8 +53,8 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
   // 46, us, register / wgmma: N4096 K4096 11.3 / 13.3, N2048 K8192 11.9 /
   // 13.1, N7168 K2048 11.0 / 12.9; N14336 K4096 25.7 / 23.0, N8192 K8192
   // 27.2 / 24.1, N28672 K4096 43.0 / 32.6).
-  const bool wgmma =
-      p.k >= 2048 && p.m * p.batches >= 4096 && p.m * p.batches * p.k >= (int64_t(32) << 20);
+  const bool wgmma = p.tokens <= kGemvWgmmaMaxTokens && p.k >= 2048 && p.m * p.batches >= 4096 &&
+                     p.m * p.batches * p.k >= (int64_t(32) << 20);
   const GemvKernel kernel = wgmma ? GemvKernel::kWgmma : GemvKernel::kRegister;
   GemvConfig cfg = gemv_default_config(p.m, p.k, p.batches, dev.sm_count, kernel);
   if (kernel == GemvKernel::kWgmma) {
@@ -63,10 +62,21 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
     *ran = true;
     return launch_gemv_wgmma(p, cfg, stream);
   }
-  // Each token's B is staged, under 64 KB as for one token. Rows long enough
-  // for a cluster split (few rows, K >= 32768) stay on the GEMM kernel: the
-  // kernel takes two tokens without one only.
-  if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > 64 * 1024 ||
+  // Each token's B is staged: the SM's 16 warps share up to 224 KB of it
+  // (one token keeps 64 KB a CTA). Rows long enough for a cluster split (few
+  // rows, K >= 32768) stay on the GEMM kernel: the kernel takes several tokens
+  // without one only.
+  const int64_t staged_cap = (int64_t(224) << 10) * cfg.warps / 16;
+  // Three and four tokens fit 128 registers with one group in flight, not two
+  // (ptxas spills 16-44 bytes at depth 2). With one group in flight they keep
+  // too few loads outstanding to stream large weights, so from 32 Mi values the
+  // GEMM kernel wins (H200, session 47, us, M3 register / GEMM kernel: N1024
+  // K4096 6.0 / 11.1, N4096 K4096 12.0 / 13.3, N7168 K2048 11.4 / 12.6; N8192
+  // K8192 29.5 / 25.3, N14336 K4096 27.4 / 23.1; M4 N4096 K4096 13.1 / 13.3,
+  // N2048 K8192 13.8 / 13.2, N14336 K4096 31.8 / 23.1).
+  if (p.tokens > 2) cfg.depth = 1;
+  if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > staged_cap ||
+      (p.tokens > 2 && p.m * p.batches * p.k >= (int64_t(32) << 20)) ||
       !check_gemv_register_config(cfg, p.k, dev, p.tokens).ok())
     return Status::Ok();
   *ran = true;

@@ -11,9 +11,9 @@
 
 namespace kestrel::ops {
 
-// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M]; with two
-// tokens rows 0 and 1 of b, and token 1's outputs c_token elements after
-// token 0's.
+// Validated operands: a [L][M][K], b [L][rows_b][K], c [L][M]; with several
+// tokens rows 0..tokens-1 of b, and token j's outputs j * c_token elements
+// after token 0's.
 struct GemvProblem {
   const Nvfp4View& a;
   const Nvfp4View& b;
@@ -35,7 +35,6 @@ struct GemvOperandArgs {
   long long c_batch, c_row;
   int m, k, l, b_rows;
   float alpha;
-  int tokens;
   long long b_token, sfb_token;
   long long c_token;
 };
@@ -47,12 +46,13 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& p, float decode_factor);
 std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
                                   const rt::DeviceInfo& dev);
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
-// The most tokens (rows of b) the GEMV kernels take in one launch.
-constexpr int64_t kGemvMaxTokens = 2;
-// Two tokens (gemm_nvfp4 at M = 2): the wgmma kernel from 32 Mi values of a,
-// else the register kernel. *ran is false (and the status Ok) where the
-// operands break the chosen kernel's rules: the caller runs the GEMM kernel
-// instead.
+// The most tokens (rows of b) each GEMV kernel takes in one launch.
+constexpr int64_t kGemvWgmmaMaxTokens = 2;
+constexpr int64_t kGemvMaxTokens = 4;  // the register kernel
+// Several tokens (gemm_nvfp4 at M = 2..4): the wgmma kernel for two tokens
+// from 32 Mi values of a, else the register kernel. *ran is false (and the
+// status Ok) where the operands break the chosen kernel's rules: the caller
+// runs the GEMM kernel instead.
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
                           bool* ran);
 // The work items (row tile x K segment of whole chunks of kGemvWgmmaChunk

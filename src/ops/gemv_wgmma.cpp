@@ -67,8 +67,8 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
     return "config: stages must be 2..5, got " + std::to_string(cfg.stages);
   if (cfg.ctas_per_sm != 1 && cfg.ctas_per_sm != 2)
     return "config: ctas_per_sm must be 1 or 2, got " + std::to_string(cfg.ctas_per_sm);
-  if (p.tokens < 1 || p.tokens > kGemvMaxTokens)
-    return "tokens: the wgmma GEMV takes 1.." + std::to_string(kGemvMaxTokens) +
+  if (p.tokens < 1 || p.tokens > kGemvWgmmaMaxTokens)
+    return "tokens: the wgmma GEMV takes 1.." + std::to_string(kGemvWgmmaMaxTokens) +
            " rows of b, got " + std::to_string(p.tokens);
   if (cfg.chunks_per_item < 0 || cfg.chunks_per_item > 128)
     return "config: chunks_per_item must be 0 (heuristic) or 1..128, got " +

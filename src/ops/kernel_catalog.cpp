@@ -84,12 +84,16 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
   }
-  // Both GEMV kernels at two tokens (the GEMM at M = 2).
+  // The GEMV kernels at several tokens: the wgmma one at two, the register
+  // one at two to four (the GEMM at M = 2..4).
   specs.push_back(gemv_wgmma_kernel_spec(DType::kF16, GemvConfig{}, false, false, 2));
   specs.push_back(gemv_wgmma_kernel_spec(DType::kBF16, GemvConfig{}, true, true, 2));
-  for (const GemvConfig& reg : regs)
-    if (reg.cluster == 1)
-      specs.push_back(gemv_kernel_spec(DType::kF16, reg, false, true, true, true, 2));
+  for (GemvConfig reg : regs)
+    for (int tokens : {2, 3, 4})
+      if (reg.cluster == 1) {
+        if (tokens > 2) reg.depth = 1;  // as launch_gemv_tokens runs them
+        specs.push_back(gemv_kernel_spec(DType::kF16, reg, false, true, true, true, tokens));
+      }
   GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
   unaligned.warps = 4;

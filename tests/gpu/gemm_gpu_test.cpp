@@ -169,11 +169,11 @@ std::vector<GemmCase> shapes() {
   v.push_back({130, 328, 1024, 2, true, L::kBlocked, L::kLinear, DType::kF16, 0, 4});
   v.push_back({77, 200, 512, 3, false, L::kBlocked, L::kLinear, DType::kF16, 0, 48});
   v.push_back({300, 4096, 16384, 1, true, L::kLinear, L::kLinear, DType::kBF16});
-  // Decode batches: M = 2 runs the wgmma GEMV at two tokens, M = 3..8 the
-  // GEMM kernel at its narrowest tile. N off the GEMV's 128-row tile, K whole
+  // Decode batches: M = 2..4 run the register GEMV at their token count,
+  // M = 5..8 the GEMM kernel at its narrowest tile. N off the GEMV's 128-row tile, K whole
   // or cut into the GEMV's items (4160: 9 chunks, the last one part),
   // batches, padded C rows, A rows 4 and 48 bytes apart, both layouts.
-  for (int64_t m : {2, 3, 5, 8})
+  for (int64_t m : {2, 3, 4, 5, 8})
     for (int64_t n : {200, 4096})
       for (int64_t k : {64, 1024, 4160})
         v.push_back({m, n, k, 1, (m + n + k) % 2 == 1, (m + k) % 2 ? L::kBlocked : L::kLinear,
@@ -182,9 +182,12 @@ std::vector<GemmCase> shapes() {
   v.push_back({2, 328, 4096 + 64, 2, true, L::kBlocked, L::kLinear, DType::kF16, 0, 4});
   v.push_back({2, 7168, 16384, 1, false, L::kLinear, L::kLinear, DType::kBF16});
   // Few rows of long K: the register GEMV would split K over a cluster,
-  // which it takes at one token only, so M = 2 runs the GEMM kernel.
+  // which it takes at one token only, so M = 2 runs the GEMM kernel; M = 3
+  // and 4 with batches and padded rows run the register GEMV.
   v.push_back({2, 200, 32768, 1, true, L::kBlocked, L::kLinear});
   v.push_back({7, 200, 8192, 3, false, L::kLinear, L::kBlocked, DType::kBF16, 8, 48});
+  v.push_back({3, 200, 8192, 3, false, L::kBlocked, L::kLinear, DType::kBF16, 8, 48});
+  v.push_back({4, 328, 4096 + 64, 2, true, L::kLinear, L::kBlocked, DType::kF16, 0, 4});
   // Packed weights: a seed, edge shapes (M = 1 runs the GEMM kernel, N off
   // the 128-row tile and off the 64-row block, K of half a stage), batches,
   // both scale layouts.
