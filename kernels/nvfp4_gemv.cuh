@@ -12,7 +12,10 @@
 // first 16-value block of its chunk, column 2x+1 those from the second, so
 // after the 8 mmas of a 128-value group each column holds one block's dot
 // product, A's block scale is applied once per block in fp32, and the two
-// columns a lane accumulates are adjacent blocks (one 2-byte scale load). B
+// columns a lane accumulates are adjacent blocks (one 2-byte scale load).
+// Each mma takes one block (k rows 0-7 one of its words, 8-15 the other), so
+// the one lane whose B column it feeds holds a whole register pair, loaded
+// from shared memory straight into the mma's operand registers. B
 // (small, shared by all rows) is decoded once per CTA into shared memory in
 // exactly the slot order the lanes need. With two tokens each decoded A group
 // feeds both tokens' mma chains: the decode, half the loop's instructions, is
@@ -88,9 +91,10 @@ __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
-// A lane's 8 staged B fragment registers of one group (one per mma).
-__device__ __forceinline__ void load_fragments(const uint4* src, uint32_t (&q)[8]) {
-  const uint4 x = src[0], y = src[1];
+// A lane's 8 staged B fragment registers of one group: the pairs of its
+// block's four mmas.
+__device__ __forceinline__ void load_fragments(uint32_t src, uint32_t (&q)[8]) {
+  const uint4 x = ptx::ld_shared_v4(src), y = ptx::ld_shared_v4(src + 16);
   q[0] = x.x;
   q[1] = x.y;
   q[2] = x.z;
@@ -153,7 +157,8 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   const int row_bytes = p.o.k / 2;
 
   // ---- Stage B: decode this CTA's K range once, in lane slot order ----
-  // smem group block layout: [t][half][j] of f16x2 (j = mma index 0..7); the
+  // smem group block layout: [t][blk][q][x] of f16x2, mma j = 4 blk + q taking
+  // the pair x = 0, 1 (words 2 blk and 2 blk + 1 of lane t's chunk); the
   // tokens' staged rows one after the other.
   // Reduction buffers come first so that every CTA of a cluster agrees on
   // their offsets in the leader; the staged B (whose size varies with the
@@ -175,40 +180,6 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   int staged_l = -1;
   for (int w = blockIdx.x / CLUSTER; w < work_items; w += gridDim.x / CLUSTER) {
   const int l = w / tiles, tile = w % tiles;
-  if (l != staged_l) {
-    __syncthreads();  // every warp is done with the previous batch's B
-    staged_l = l;
-    const int pieces = (g_end - g_begin) * 4;  // 16-byte pieces of one token's row
-    for (int i = threadIdx.x; i < pieces * TOKENS; i += WARPS * 32) {
-      const int j = TOKENS == 1 ? 0 : i / pieces, ip = TOKENS == 1 ? i : i % pieces;
-      const int gi = g_begin + ip / 4, ct = i % 4;
-      const uint8_t* brow = p.o.b + l * p.o.b_batch + j * p.o.b_token;
-      uint32_t* dst = bsm + j * token_words + (ip / 4) * (kGroupSmem / 4) + ct * 16;
-#pragma unroll
-      for (int wi = 0; wi < 4; ++wi) {
-        const int byte_off = gi * kGroupBytes + ct * 16 + wi * 4;
-        const int kb = byte_off / 8;
-        uint32_t h[4] = {0, 0, 0, 0};
-        if (byte_off < row_bytes) {
-          decode_fp4x8(ptx::ld_nc_u32(brow + byte_off), h);
-          const uint32_t s = splat_e4m3_as_half2(
-              ptx::ld_nc_u8(p.o.sfb + scale_offset<B_BLOCKED>(p.o.sfb_batch, p.o.sfb_token, l, j,
-                                                              kb, p.o.b_rows, kblocks)));
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[q]),
-                                      *reinterpret_cast<const __half2*>(&s));
-            h[q] = *reinterpret_cast<const uint32_t*>(&v);
-          }
-        }
-        // word wi holds half wi / 2, mma indices j = 4 * (wi % 2) + q
-#pragma unroll
-        for (int q = 0; q < 4; ++q) dst[(wi / 2) * 8 + 4 * (wi % 2) + q] = h[q];
-      }
-    }
-    __syncthreads();
-  }
-
   // ---- Main loop: stream A, mma against staged B ----
   // Rows past M read row M-1 (never stored): the steady state needs no predicates.
   const int row0 = tile * 16 * RT + rt * 16 + g, row1 = row0 + 8;
@@ -220,15 +191,18 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   const uint8_t* s0 = p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l, rr0, 2 * t, p.o.m, kblocks);
   const uint8_t* s1 = p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l, rr1, 2 * t, p.o.m, kblocks);
 
-  // B fragment registers: lanes g == 2t load half 0 into b0, lanes g == 2t+1
-  // half 1 into b1; every other register stays zero for the whole kernel (its
-  // column owns no slot of that lane).
-  const bool b0_lane = g == 2 * t, b1_lane = g == 2 * t + 1;
-  const uint32_t* bsm_lane = bsm + t * 16 + (b1_lane ? 8 : 0);
+  // B fragment registers: lanes g == 2t load block 0's pairs (mmas 0-3),
+  // lanes g == 2t+1 block 1's (mmas 4-7); every other register stays zero for
+  // the whole kernel (its column owns no slot of that lane). A pair per mma
+  // leaves ptxas no register moves before it; b0 and b1 of one mma from the
+  // two blocks cost 16 moves a group and token (H200, session 47, M2 N4096
+  // K4096 10.6 -> 7.2 us, M8192 K8192 at one token 19.5 -> 19.0).
+  const bool blk0_lane = g == 2 * t, blk1_lane = g == 2 * t + 1;
+  const uint32_t bsm_lane = ptx::smem_u32(bsm + t * 16 + (blk1_lane ? 8 : 0));
   // Per token, rows g and g + 8 (both blocks of a lane summed as they come:
   // four tokens fit 128 registers with two sums each, not with four).
   float acc[TOKENS][2] = {};
-  uint32_t b0q[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b1q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint32_t bq[2][8] = {};
 
   auto load = [&](int gi, Stage& st) {
     st.row0 = ptx::ld_stream_v4(a0 + gi * kGroupBytes);
@@ -263,10 +237,9 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
     const float2 sa = e4m3x2_to_f32(st.sc0), sb = e4m3x2_to_f32(st.sc1);
 #pragma unroll
     for (int tok = 0; tok < TOKENS; ++tok) {
-      const uint4* src = reinterpret_cast<const uint4*>(bsm_lane + tok * token_words +
-                                                        (gi - g_begin) * (kGroupSmem / 4));
-      if (b0_lane) load_fragments(src, b0q);
-      if (b1_lane) load_fragments(src, b1q);
+      const uint32_t src = bsm_lane + 4 * (tok * token_words + (gi - g_begin) * (kGroupSmem / 4));
+      if (blk0_lane) load_fragments(src, bq[0]);
+      if (blk1_lane) load_fragments(src, bq[1]);
       // Two independent mma chains (even and odd j): 8 dependent mmas were
       // the warp's critical path. Adding them is exact: a column only holds
       // products of one block (at most 16, multiples of one unit and below
@@ -274,9 +247,10 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
       float c[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const int wlo = j / 4, whi = 2 + j / 4, q = j % 4;
-        const uint32_t a[4] = {h0[wlo][q], h1[wlo][q], h0[whi][q], h1[whi][q]};
-        ptx::mma_m16n8k16_f16_f32(c[j % 2], a, b0q[j], b1q[j]);
+        const int blk = j / 4, q = j % 4;
+        const int lo = 2 * blk, hi = 2 * blk + 1;  // the block's two words
+        const uint32_t a[4] = {h0[lo][q], h1[lo][q], h0[hi][q], h1[hi][q]};
+        ptx::mma_m16n8k16_f16_f32(c[j % 2], a, bq[blk][2 * q], bq[blk][2 * q + 1]);
       }
       acc[tok][0] = fmaf(c[0][1] + c[1][1], sa.y, fmaf(c[0][0] + c[1][0], sa.x, acc[tok][0]));
       acc[tok][1] = fmaf(c[0][3] + c[1][3], sb.y, fmaf(c[0][2] + c[1][2], sb.x, acc[tok][1]));
@@ -291,6 +265,47 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
 #pragma unroll
   for (int d = 0; d < DEPTH; ++d)
     if (first + d * KS < g_full) load(first + d * KS, st[d]);
+  // B is staged while the first groups of A are in flight.
+  if (l != staged_l) {
+    __syncthreads();  // every warp is done with the previous batch's B
+    staged_l = l;
+    const int pieces = (g_end - g_begin) * 4;  // 16-byte pieces of one token's row
+    for (int i = threadIdx.x; i < pieces * TOKENS; i += WARPS * 32) {
+      const int j = TOKENS == 1 ? 0 : i / pieces, ip = TOKENS == 1 ? i : i % pieces;
+      const int gi = g_begin + ip / 4, ct = i % 4;
+      const uint8_t* brow = p.o.b + l * p.o.b_batch + j * p.o.b_token;
+      uint32_t* dst = bsm + j * token_words + (ip / 4) * (kGroupSmem / 4) + ct * 16;
+      // Each 16-value block (two words, one scale) becomes the B pairs of its
+      // four mmas: word 2 * blk in the first register of a pair, word
+      // 2 * blk + 1 in the second (whole rows of 16 bytes: no bank-conflicted
+      // 4-byte stores).
+#pragma unroll
+      for (int blk = 0; blk < 2; ++blk) {
+        const int byte_off = gi * kGroupBytes + ct * 16 + blk * 8;
+        uint32_t h[2][4] = {};
+        if (byte_off < row_bytes) {  // K is a multiple of 16: a block is whole or absent
+          const uint32_t s = splat_e4m3_as_half2(
+              ptx::ld_nc_u8(p.o.sfb + scale_offset<B_BLOCKED>(p.o.sfb_batch, p.o.sfb_token, l, j,
+                                                              byte_off / 8, p.o.b_rows, kblocks)));
+#pragma unroll
+          for (int x = 0; x < 2; ++x) {
+            decode_fp4x8(ptx::ld_nc_u32(brow + byte_off + 4 * x), h[x]);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[x][q]),
+                                        *reinterpret_cast<const __half2*>(&s));
+              h[x][q] = *reinterpret_cast<const uint32_t*>(&v);
+            }
+          }
+        }
+        uint4* d = reinterpret_cast<uint4*>(dst + blk * 8);
+        d[0] = make_uint4(h[0][0], h[1][0], h[0][1], h[1][1]);
+        d[1] = make_uint4(h[0][2], h[1][2], h[0][3], h[1][3]);
+      }
+    }
+    __syncthreads();
+  }
+
   int gi = first;
   for (; gi + (DEPTH - 1) * KS < g_full; gi += DEPTH * KS) {
 #pragma unroll
