@@ -17,9 +17,9 @@
 // the one lane whose B column it feeds holds a whole register pair, loaded
 // from shared memory straight into the mma's operand registers. B
 // (small, shared by all rows) is decoded once per CTA into shared memory in
-// exactly the slot order the lanes need. With two tokens each decoded A group
-// feeds both tokens' mma chains: the decode, half the loop's instructions, is
-// paid once.
+// exactly the slot order the lanes need. With several tokens each decoded A
+// group feeds every token's mma chain: the decode, two thirds of the loop's
+// instructions, is paid once.
 //
 // Work split: a CTA owns RT row tiles (16 rows each) and a K range; its WARPS
 // warps split the tiles and interleave 128-value groups of K. A cluster of
