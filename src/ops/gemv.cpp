@@ -67,14 +67,13 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
   // rows, K >= 32768) stay on the GEMM kernel: the kernel takes several tokens
   // without one only.
   const int64_t staged_cap = (int64_t(224) << 10) * cfg.warps / 16;
-  // Three and four tokens fit 128 registers with one group in flight, not two
-  // (ptxas spills 16-44 bytes at depth 2). With one group in flight they keep
+  // Three and four tokens run one group in flight (gemv_register_tokens_depth),
   // too few loads outstanding to stream large weights, so from 32 Mi values the
   // GEMM kernel wins (H200, session 47, us, M3 register / GEMM kernel: N1024
   // K4096 6.0 / 11.1, N4096 K4096 12.0 / 13.3, N7168 K2048 11.4 / 12.6; N8192
   // K8192 29.5 / 25.3, N14336 K4096 27.4 / 23.1; M4 N4096 K4096 13.1 / 13.3,
   // N2048 K8192 13.8 / 13.2, N14336 K4096 31.8 / 23.1).
-  if (p.tokens > 2) cfg.depth = 1;
+  cfg.depth = gemv_register_tokens_depth(cfg.depth, p.tokens);
   if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > staged_cap ||
       (p.tokens > 2 && p.m * p.batches * p.k >= (int64_t(32) << 20)) ||
       !check_gemv_register_config(cfg, p.k, dev, p.tokens).ok())

@@ -49,6 +49,10 @@ Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream
 // The most tokens (rows of b) each GEMV kernel takes in one launch.
 constexpr int64_t kGemvWgmmaMaxTokens = 2;
 constexpr int64_t kGemvMaxTokens = 4;  // the register kernel
+// The register kernel's depth (groups in flight per lane) at `tokens`: three
+// and four tokens fit 128 registers with one group in flight, not two (ptxas
+// spills 16-44 bytes at depth 2).
+inline int gemv_register_tokens_depth(int depth, int64_t tokens) { return tokens > 2 ? 1 : depth; }
 // Several tokens (gemm_nvfp4 at M = 2..4): the wgmma kernel for two tokens
 // from 32 Mi values of a, else the register kernel. *ran is false (and the
 // status Ok) where the operands break the chosen kernel's rules: the caller

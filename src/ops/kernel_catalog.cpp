@@ -6,6 +6,7 @@
 
 #include "ops/fp8_gemm_kernel.h"
 #include "ops/gemm_common.h"
+#include "ops/gemv_launch.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/rowwise_config.h"
 #include "ops/rowwise_plan.h"
@@ -88,11 +89,12 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // one at two to four (the GEMM at M = 2..4).
   specs.push_back(gemv_wgmma_kernel_spec(DType::kF16, GemvConfig{}, false, false, 2));
   specs.push_back(gemv_wgmma_kernel_spec(DType::kBF16, GemvConfig{}, true, true, 2));
-  for (GemvConfig reg : regs)
+  for (const GemvConfig& reg : regs)
     for (int tokens : {2, 3, 4})
       if (reg.cluster == 1) {
-        if (tokens > 2) reg.depth = 1;  // as launch_gemv_tokens runs them
-        specs.push_back(gemv_kernel_spec(DType::kF16, reg, false, true, true, true, tokens));
+        GemvConfig at_tokens = reg;
+        at_tokens.depth = gemv_register_tokens_depth(reg.depth, tokens);
+        specs.push_back(gemv_kernel_spec(DType::kF16, at_tokens, false, true, true, true, tokens));
       }
   GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
