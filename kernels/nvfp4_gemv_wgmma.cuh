@@ -444,7 +444,7 @@ __global__ void __launch_bounds__(gemv_wgmma::kThreads, CTAS_PER_SM)
     if (cu.j != cu.groups - 1) return;
     ptx::mbar_arrive(&empty[cu.stage]);
     if (cu.c != cu.c_end - 1) return;
-      // Each quad's four lanes add their blocks; lane j % 4 keeps token j's rows.
+    // Each quad's four lanes add their blocks; lane j % 4 keeps token j's rows.
 #pragma unroll
     for (int j = 0; j < TOKENS; ++j) {
       acc0[j] += __shfl_xor_sync(0xffffffffu, acc0[j], 1);

@@ -7,7 +7,7 @@
 
 namespace kestrel::ops {
 
-// tokens: the rows of B the GEMV kernels take (1 or 2).
+// tokens: the rows of B the GEMV kernels take (wgmma 1..2, register 1..4).
 rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked, bool b_blocked,
                                 bool vec16, bool scale_pair, int tokens = 1);
 rt::KernelSpec gemv_wgmma_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked,
