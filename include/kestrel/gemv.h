@@ -33,8 +33,11 @@ struct GemvConfig {
   int warps = 8;      // kRegister: warps per CTA (a multiple of row_tiles): 4, 8 or 16
   int cluster = 1;    // kRegister: CTAs of a cluster splitting K: 1, 2, 4 or 8
   int depth = 2;      // kRegister: groups of 128 K values in flight per lane: 1, 2 or 4
+  // kRegister: A's groups in flight wait in a per-warp cp.async ring in shared
+  // memory instead of registers (rows of A 16-byte aligned; else ignored).
+  bool ring = false;
 
-  std::string describe() const;  // "wgmma s2 x2", "wgmma s2 x2 i4" or "rt2 w8 c1 d2"
+  std::string describe() const;  // "wgmma s2 x2", "wgmma s2 x2 i4", "rt2 w8 c1 d2 [ring]"
 };
 
 // Every configuration the kernel accepts, for `kestrel tune`.

@@ -333,6 +333,11 @@ __device__ __forceinline__ void cp_async_16_zfill_hint(uint32_t smem_addr, const
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Until at most N of this thread's committed groups are pending.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 
 // 2^x on the SFU (relative error ~2 ulp; results below 2^-126 flush to 0).
 __device__ __forceinline__ float ex2_approx(float x) {

@@ -36,8 +36,8 @@ Status read_shape(const Params& p, GemvShape* s) {
   return Status::Ok();
 }
 
-// The configuration named by stages (wgmma kernel) or rt/warps/cluster/depth
-// (register kernel), or none (heuristic) when all are 0.
+// The configuration named by stages (wgmma kernel) or rt/warps/cluster/depth/
+// ring (register kernel), or none (heuristic) when all are 0.
 bool read_config(const Params& p, GemvConfig* cfg) {
   if (p.integer("stages") != 0) {
     cfg->stages = int(p.integer("stages"));
@@ -46,7 +46,7 @@ bool read_config(const Params& p, GemvConfig* cfg) {
     return true;
   }
   if (p.integer("rt") == 0 && p.integer("warps") == 0 && p.integer("cluster") == 0 &&
-      p.integer("depth") == 0)
+      p.integer("depth") == 0 && p.integer("ring") == 0)
     return false;
   GemvConfig d;
   d.kernel = GemvKernel::kRegister;
@@ -55,6 +55,7 @@ bool read_config(const Params& p, GemvConfig* cfg) {
   cfg->warps = p.integer("warps") ? int(p.integer("warps")) : d.warps;
   cfg->cluster = p.integer("cluster") ? int(p.integer("cluster")) : d.cluster;
   cfg->depth = p.integer("depth") ? int(p.integer("depth")) : d.depth;
+  cfg->ring = p.integer("ring") != 0;
   return true;
 }
 
@@ -175,21 +176,30 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
   reg.add({"gemv", "nvfp4_gemv",
            "c[l][m] = sum_k A[l][m][k] * B[l][k], A and B NVFP4, fp16/bf16 out; checked against "
            "the float64 reference (GPU MODE rule)",
-           with(with(
-                    {
-                        {"m", ParamKind::kInt, "7168", "rows of A", {}},
-                        {"k", ParamKind::kInt, "16384", "values per row (a multiple of 16)", {}},
-                        {"l", ParamKind::kInt, "1", "batches (L)", {}},
-                    },
-                    nvfp4_product_params("GEMV")),
-                {config_param("stages", "config: wgmma kernel, stages in the TMA ring (0 = heuristic)"),
-                 config_param("ctas_per_sm", "config: wgmma kernel, register budget for 1 or 2 CTAs per SM"),
-                 config_param("chunks_per_item", "config: wgmma kernel, 512-value chunks per work item (0 = heuristic)"),
-                 config_param("rt", "config: register kernel, 16-row tiles per CTA (0 = heuristic)"),
-                 config_param("warps", "config: warps per CTA (0 = heuristic)"),
-                 config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
-                 config_param("depth", "config: groups in flight per lane (0 = heuristic)")}),
-           check_gemv, bench_gemv, [](const Params&) {
+           with(
+               with(
+                   {
+                       {"m", ParamKind::kInt, "7168", "rows of A", {}},
+                       {"k", ParamKind::kInt, "16384", "values per row (a multiple of 16)", {}},
+                       {"l", ParamKind::kInt, "1", "batches (L)", {}},
+                   },
+                   nvfp4_product_params("GEMV")),
+               {config_param("stages",
+                             "config: wgmma kernel, stages in the TMA ring (0 = heuristic)"),
+                config_param("ctas_per_sm",
+                             "config: wgmma kernel, register budget for 1 or 2 CTAs per SM"),
+                config_param(
+                    "chunks_per_item",
+                    "config: wgmma kernel, 512-value chunks per work item (0 = heuristic)"),
+                config_param("rt", "config: register kernel, 16-row tiles per CTA (0 = heuristic)"),
+                config_param("warps", "config: warps per CTA (0 = heuristic)"),
+                config_param("cluster", "config: CTAs splitting K (0 = heuristic)"),
+                config_param("depth", "config: groups in flight per lane (0 = heuristic)"),
+                config_param("ring",
+                             "config: register kernel, A through a cp.async ring in shared memory "
+                             "(1) or registers (0)")}),
+           check_gemv, bench_gemv,
+           [](const Params&) {
              std::vector<std::map<std::string, std::string>> out;
              for (const GemvConfig& c : gemv_config_space())
                if (c.kernel == GemvKernel::kWgmma)
@@ -198,9 +208,10 @@ void register_nvfp4_gemv_ops(OpRegistry& reg) {
                                 {"chunks_per_item", std::to_string(c.chunks_per_item)}});
                else
                  out.push_back({{"rt", std::to_string(c.row_tiles)},
-                              {"warps", std::to_string(c.warps)},
-                              {"cluster", std::to_string(c.cluster)},
-                              {"depth", std::to_string(c.depth)}});
+                                {"warps", std::to_string(c.warps)},
+                                {"cluster", std::to_string(c.cluster)},
+                                {"depth", std::to_string(c.depth)},
+                                {"ring", c.ring ? "1" : "0"}});
              return out;
            },
            gemv_kernels});

@@ -47,14 +47,13 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& pr, float decode_factor) {
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
                           bool* ran) {
   *ran = false;
-  // Two tokens double the register kernel's mma chains but not its decode,
-  // and add a token's B tiles and wgmmas to the wgmma kernel's stages: the
-  // wgmma kernel takes over from 32 Mi values rather than 96 (H100, session
-  // 46, us, register / wgmma: N4096 K4096 11.3 / 13.3, N2048 K8192 11.9 /
-  // 13.1, N7168 K2048 11.0 / 12.9; N14336 K4096 25.7 / 23.0, N8192 K8192
-  // 27.2 / 24.1, N28672 K4096 43.0 / 32.6).
+  // Two tokens: the wgmma kernel from 96 Mi values, as for one (H200,
+  // session 48, us, register / wgmma: N8192 K8192 21.8 / 22.4, N14336 K4096
+  // 20.7 / 22.0, N4096 K14336 20.3 / 22.5; N28672 K4096 32.8 / 31.0). Before
+  // the register kernel loaded B in mma pairs (session 47) the wgmma kernel
+  // led from 58 Mi (H100, session 46: N14336 K4096 25.7 / 23.0).
   const bool wgmma = p.tokens <= kGemvWgmmaMaxTokens && p.k >= 2048 && p.m * p.batches >= 4096 &&
-                     p.m * p.batches * p.k >= (int64_t(32) << 20);
+                     p.m * p.batches * p.k >= (int64_t(96) << 20);
   const GemvKernel kernel = wgmma ? GemvKernel::kWgmma : GemvKernel::kRegister;
   GemvConfig cfg = gemv_default_config(p.m, p.k, p.batches, dev.sm_count, kernel);
   if (kernel == GemvKernel::kWgmma) {
@@ -89,7 +88,7 @@ std::string GemvConfig::describe() const {
     return "wgmma s" + std::to_string(stages) + " x" + std::to_string(ctas_per_sm) +
            (chunks_per_item ? " i" + std::to_string(chunks_per_item) : "");
   return "rt" + std::to_string(row_tiles) + " w" + std::to_string(warps) + " c" +
-         std::to_string(cluster) + " d" + std::to_string(depth);
+         std::to_string(cluster) + " d" + std::to_string(depth) + (ring ? " ring" : "");
 }
 
 std::vector<GemvConfig> gemv_config_space() {
@@ -109,15 +108,17 @@ std::vector<GemvConfig> gemv_config_space() {
     for (int w : {4, 8, 16})
       for (int cl : {1, 2, 4, 8})
         for (int d : {1, 2, 4})
-          if (w % rt == 0) {
-            GemvConfig c;
-            c.kernel = GemvKernel::kRegister;
-            c.row_tiles = rt;
-            c.warps = w;
-            c.cluster = cl;
-            c.depth = d;
-            out.push_back(c);
-          }
+          for (bool ring : {false, true})
+            if (w % rt == 0) {
+              GemvConfig c;
+              c.kernel = GemvKernel::kRegister;
+              c.row_tiles = rt;
+              c.warps = w;
+              c.cluster = cl;
+              c.depth = d;
+              c.ring = ring;
+              out.push_back(c);
+            }
   return out;
 }
 
@@ -170,6 +171,10 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
       c.cluster *= 2;
   }
   while (c.cluster < 8 && ops::gemv_register_smem_bytes(c, k) > 64 * 1024) c.cluster *= 2;
+  // A through the cp.async ring from 32 Mi values (H200, session 48, two
+  // runs, us, ring / registers: M 8192 K 8192 17.9-18.1 / 19.0-19.2; below,
+  // M 4096 K 4096 6.3-6.6 / 6.2-6.5).
+  c.ring = m * batches * k >= (int64_t(32) << 20);
   return c;
 }
 

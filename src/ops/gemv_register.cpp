@@ -17,18 +17,19 @@ struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
   GemvOperandArgs o;
 };
 
-constexpr int kGroup = 128, kGroupSmem = 256;
+constexpr int kGroup = 128, kGroupSmem = 256, kRingSlotBytes = 1024;
 
 }  // namespace
 
 int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens) {
   const int64_t groups = (k + kGroup - 1) / kGroup;
   const int64_t per_cta = (groups + c.cluster - 1) / c.cluster;
-  // Reduction buffers first (rounded to 16 bytes), then the staged B: the
-  // layout of kernels/nvfp4_gemv.cuh (reduction_bytes), per token.
+  // Reduction buffers first (rounded to 16 bytes), the warps' rings of A, then
+  // the staged B per token: the layout of kernels/nvfp4_gemv.cuh.
   const int64_t reduction =
       ((c.warps / c.row_tiles + c.cluster) * 16 * c.row_tiles * 4 * tokens + 15) / 16 * 16;
-  return int(per_cta * kGroupSmem * tokens + reduction);
+  const int64_t ring = c.ring ? int64_t(c.warps) * c.depth * kRingSlotBytes : 0;
+  return int(per_cta * kGroupSmem * tokens + reduction + ring);
 }
 
 Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::DeviceInfo& dev,
@@ -48,11 +49,13 @@ Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::Devi
   return Status::Ok();
 }
 
-Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& cfg, cudaStream_t stream) {
+Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cudaStream_t stream) {
   const Nvfp4View &a = pr.a, &b = pr.b;
   const TensorView& c = pr.c;
   const Shape3 av = shape3(a.values);
   const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
+  GemvConfig cfg = config;
+  cfg.ring = cfg.ring && vec16;  // the ring copies whole 16-byte pieces
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
   // Each lane reads the scales of two adjacent blocks with one 2-byte load
   // when they are 2-byte aligned (always in the blocked layout).

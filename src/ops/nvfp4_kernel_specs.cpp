@@ -17,7 +17,8 @@ rt::KernelSpec gemv_kernel_spec(DType out, const GemvConfig& cfg, bool a_blocked
               std::to_string(cfg.row_tiles) + ", " + std::to_string(cfg.warps) + ", " +
               std::to_string(cfg.cluster) + ", " + std::to_string(cfg.depth) + ", " +
               flag(a_blocked) + ", " + flag(b_blocked) + ", " + flag(vec16) + ", " +
-              flag(scale_pair) + ", " + std::to_string(tokens) + ">",
+              flag(scale_pair) + ", " + std::to_string(tokens) + ", " + flag(cfg.ring && vec16) +
+              ">",
           {}};
 }
 

@@ -181,6 +181,9 @@ std::vector<GemmCase> shapes() {
   v.push_back({2, 200, 8192, 3, false, L::kLinear, L::kBlocked, DType::kBF16, 8, 48});
   v.push_back({2, 328, 4096 + 64, 2, true, L::kBlocked, L::kLinear, DType::kF16, 0, 4});
   v.push_back({2, 7168, 16384, 1, false, L::kLinear, L::kLinear, DType::kBF16});
+  // From 32 Mi weight values the register GEMV streams A through its cp.async ring.
+  v.push_back({2, 4104, 8192, 1, false, L::kLinear, L::kBlocked, DType::kBF16});
+  v.push_back({2, 2056, 8192, 2, true, L::kBlocked, L::kLinear});
   // Few rows of long K: the register GEMV would split K over a cluster,
   // which it takes at one token only, so M = 2 runs the GEMM kernel; M = 3
   // and 4 with batches and padded rows run the register GEMV.
