@@ -48,7 +48,7 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // [L][M][N] (or [M][N] when L = 1), any row stride.
 // K: a multiple of 64. Without `config` and with row-major weights, M = 1
 // runs gemv_nvfp4, and M = 2..4 one of its kernels for all tokens at once: at
-// M = 2 the wgmma GEMV from 32 Mi weight values where its rules hold (the
+// M = 2 the wgmma GEMV from 96 Mi weight values where its rules hold (the
 // weights' linear scale rows 4-byte aligned), else the register GEMV (at
 // M = 3..4 below 32 Mi weight values only) where its staged activations fit
 // without a cluster split, else the GEMM kernel. The

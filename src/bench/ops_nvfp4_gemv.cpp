@@ -33,6 +33,8 @@ Status read_shape(const Params& p, GemvShape* s) {
   if (s->k < 16 || s->k % 16 != 0)
     return Status::InvalidArgument("k: must be a positive multiple of 16, got " + p.text("k"));
   if (s->l < 1) return Status::InvalidArgument("l: must be at least 1, got " + p.text("l"));
+  if (p.integer("ring") != 0 && p.integer("ring") != 1)
+    return Status::InvalidArgument("ring: must be 0 (registers) or 1, got " + p.text("ring"));
   return Status::Ok();
 }
 

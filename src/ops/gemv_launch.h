@@ -54,7 +54,8 @@ constexpr int64_t kGemvMaxTokens = 4;  // the register kernel
 // spills 16-44 bytes at depth 2).
 inline int gemv_register_tokens_depth(int depth, int64_t tokens) { return tokens > 2 ? 1 : depth; }
 // Several tokens (gemm_nvfp4 at M = 2..4): the wgmma kernel for two tokens
-// from 32 Mi values of a, else the register kernel. *ran is false (and the
+// from 96 Mi values of a, else the register kernel (at three and four tokens
+// below 32 Mi values only). *ran is false (and the
 // status Ok) where the operands break the chosen kernel's rules: the caller
 // runs the GEMM kernel instead.
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,

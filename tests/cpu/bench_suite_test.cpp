@@ -135,6 +135,19 @@ TEST(BenchOps, PlannedOpsSayNotImplemented) {
   EXPECT_EQ(lookup_op(builtin_registry(), "frobnicate", &op).code(), StatusCode::kNotFound);
 }
 
+// The GEMV's ring switch takes 0 or 1 only; anything else is named before
+// any data or GPU is touched.
+TEST(BenchOps, GemvRingSwitchNamesABadValue) {
+  const OpInfo* op = nullptr;
+  ASSERT_TRUE(lookup_op(builtin_registry(), "gemv", &op).ok());
+  Params p;
+  ASSERT_TRUE(resolve_params(*op, {{"m", "64"}, {"k", "256"}, {"ring", "2"}}, &p).ok());
+  CheckReport rep;
+  const Status st = op->check(p, OpEnv{}, &rep);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("ring: must be 0"), std::string::npos) << st.message();
+}
+
 // `kestrel tune` on a row-wise op searches that op's configuration space at
 // the given n and dtype: every configuration is a valid parameter set, and
 // only rmsnorm_bwd's include L2 groups.
