@@ -1,25 +1,28 @@
 // NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k], or for
 // TOKENS = 2..4 rows j of B (the GEMM at M = 2..4), c[l][j][m].
 //
-// Memory-bound on A (0.5625 bytes per value). Each lane streams 16-byte chunks
-// of two rows of A (rows g and g+8 of a 16-row tile), decodes them to fp16 by
-// bit placement (common/fp4_decode.cuh) and feeds them to mma.m16n8k16 with
-// fp32 accumulation. Products e2m1 x (e2m1*e4m3) are exact and the tensor
-// core sums them in fp32, as the Blackwell block-scaled MMA does.
+// Memory-bound on A (0.5625 bytes per value), and close to bound by issue:
+// the decode is most of the loop's instructions. Each lane streams 16-byte
+// chunks of two rows of A (rows g and g+8 of a 16-row tile) and decodes each
+// word to twice its e2m1 values as int8, in two unsigned parts (positive and
+// negative values: two PRMT table lookups a half word, common/fp4_decode.cuh),
+// for the integer tensor cores (mma.m16n8k32 u8 x s8, int32 sums): the dot
+// products of a block are exact integers, times the two block scales exact
+// in fp32, as the Blackwell block-scaled MMA computes them.
 //
 // The N = 8 columns of the mma carry no second vector; they separate scale
 // blocks instead: column 2x collects only the slots that lane x fills from the
 // first 16-value block of its chunk, column 2x+1 those from the second, so
-// after the 8 mmas of a 128-value group each column holds one block's dot
-// product, A's block scale is applied once per block in fp32, and the two
+// after the 4 + 4 mmas of a 128-value group each column holds one block's dot
+// product, the block scales are applied once per block in fp32, and the two
 // columns a lane accumulates are adjacent blocks (one 2-byte scale load).
-// Each mma takes one block (k rows 0-7 one of its words, 8-15 the other), so
-// the one lane whose B column it feeds holds a whole register pair, loaded
-// from shared memory straight into the mma's operand registers. B
-// (small, shared by all rows) is decoded once per CTA into shared memory in
-// exactly the slot order the lanes need. With several tokens each decoded A
-// group feeds every token's mma chain: the decode, two thirds of the loop's
-// instructions, is paid once.
+// mma j takes word j of every lane's chunk (its k 4t.. the word's values 0-3,
+// 16 + 4t.. values 4-7), so the one lane whose B column it feeds holds a whole
+// register pair, loaded from shared memory straight into the mma's operand
+// registers. B (small, shared by all rows) is decoded once per CTA into
+// shared memory as signed int8 in exactly the slot order the lanes need, with
+// its block scales in fp32. With several tokens each decoded A group feeds
+// every token's mma chains: the decode is paid once.
 //
 // A's groups in flight wait in registers, or with RING in a per-warp ring of
 // shared memory filled by cp.async (each lane reads back only its own
@@ -53,14 +56,11 @@ namespace gemv {
 
 constexpr int kGroup = 128;        // K values per lane-quad step: 4 lanes x 32 values
 constexpr int kGroupBytes = 64;    // packed bytes of one row per group
-constexpr int kGroupSmem = 256;    // decoded B bytes per group (128 fp16)
+// Staged B per group: 128 values as int8 in the lanes' operand order, then
+// the 8 block scales as fp32.
+constexpr int kGroupValueBytes = 128;
+constexpr int kGroupSmem = kGroupValueBytes + 8 * 4;
 constexpr int kRingSlotBytes = 1024;  // one group of a warp's 16 rows of A (RING)
-
-__device__ __forceinline__ uint32_t splat_e4m3_as_half2(uint32_t code) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(code | (code << 8)),
-                                                   __NV_E4M3);
-  return uint32_t(h.x) | (uint32_t(h.y) << 16);
-}
 
 __device__ __forceinline__ float e4m3_to_f32(uint32_t code) {
   const __half_raw h = __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t(code), __NV_E4M3);
@@ -97,18 +97,14 @@ __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
-// A lane's 8 staged B fragment registers of one group: the pairs of its
-// block's four mmas.
-__device__ __forceinline__ void load_fragments(uint32_t src, uint32_t (&q)[8]) {
-  const uint4 x = ptx::ld_shared_v4(src), y = ptx::ld_shared_v4(src + 16);
+// A lane's 4 staged B operand registers of one group: the pairs of its
+// block's two mmas.
+__device__ __forceinline__ void load_fragments(uint32_t src, uint32_t (&q)[4]) {
+  const uint4 x = ptx::ld_shared_v4(src);
   q[0] = x.x;
   q[1] = x.y;
   q[2] = x.z;
   q[3] = x.w;
-  q[4] = y.x;
-  q[5] = y.y;
-  q[6] = y.z;
-  q[7] = y.w;
 }
 
 template <bool VEC16>
@@ -178,7 +174,7 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   uint8_t* const ring = smem + reduction_bytes<RT, WARPS, CLUSTER, TOKENS>();
   const uint32_t ring_lane = ptx::smem_u32(ring) + warp * DEPTH * kRingSlotBytes + lane * 16;
   uint32_t* bsm = reinterpret_cast<uint32_t*>(ring + (RING ? WARPS * DEPTH * kRingSlotBytes : 0));
-  const int token_words = (g_end - g_begin) * (kGroupSmem / 4);  // one token's staged B
+  const int token_bytes = (g_end - g_begin) * kGroupSmem;  // one token's staged B
 
   // Every CTA of the cluster must have started before any writes into the
   // leader's shared memory (racecheck flags it otherwise).
@@ -202,18 +198,22 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   const uint8_t* s0 = p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l, rr0, 2 * t, p.o.m, kblocks);
   const uint8_t* s1 = p.o.sfa + scale_offset<A_BLOCKED>(p.o.sfa_batch, p.o.sfa_row, l, rr1, 2 * t, p.o.m, kblocks);
 
-  // B fragment registers: lanes g == 2t load block 0's pairs (mmas 0-3),
-  // lanes g == 2t+1 block 1's (mmas 4-7); every other register stays zero for
+  // B operand registers: lanes g == 2t load block 0's pairs (mmas 0, 1),
+  // lanes g == 2t+1 block 1's (mmas 2, 3); every other register stays zero for
   // the whole kernel (its column owns no slot of that lane). A pair per mma
-  // leaves ptxas no register moves before it; b0 and b1 of one mma from the
-  // two blocks cost 16 moves a group and token (H200, session 47, M2 N4096
-  // K4096 10.6 -> 7.2 us, M8192 K8192 at one token 19.5 -> 19.0).
+  // leaves ptxas no register moves before it (b0 and b1 of one mma from two
+  // lanes' registers cost 16 moves a group and token, session 47). Every lane
+  // reads the B scales of its two blocks.
   const bool blk0_lane = g == 2 * t, blk1_lane = g == 2 * t + 1;
-  const uint32_t bsm_lane = ptx::smem_u32(bsm + t * 16 + (blk1_lane ? 8 : 0));
+  // Held in registers: ptxas would rebuild them (and copy the decode's table
+  // word before each PRMT) every group.
+  const uint32_t bsm_lane = ptx::opaque(ptx::smem_u32(bsm) + (2 * t + (blk1_lane ? 1 : 0)) * 16);
+  const uint32_t bsm_scales = ptx::opaque(ptx::smem_u32(bsm) + kGroupValueBytes + t * 8);
+  const uint32_t table_lo = kE2m1x2Lo + uint32_t(ptx::opaque(uint32_t(blk0_lane && blk1_lane)));
   // Per token, rows g and g + 8 (both blocks of a lane summed as they come:
   // four tokens fit 128 registers with two sums each, not with four).
   float acc[TOKENS][2] = {};
-  uint32_t bq[2][8] = {};
+  uint32_t bq[2][4] = {};
 
   auto load = [&](int gi, Stage& st) {
     st.row0 = ptx::ld_stream_v4(a0 + gi * kGroupBytes);
@@ -251,34 +251,42 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   };
 
   auto compute = [&](int gi, const Stage& st) {
-    uint32_t h0[4][4], h1[4][4];
+    // Twice A's values as unsigned positive and negative parts ([row g,
+    // g + 8][word][values 0-3, 4-7]): mma j takes word j of every lane, rows
+    // g and g + 8 (its k 4t.. the word's values 0-3, 16 + 4t.. values 4-7).
+    uint32_t pa[2][4][2], na[2][4][2];
     const uint32_t w0[4] = {st.row0.x, st.row0.y, st.row0.z, st.row0.w};
     const uint32_t w1[4] = {st.row1.x, st.row1.y, st.row1.z, st.row1.w};
 #pragma unroll
     for (int wi = 0; wi < 4; ++wi) {
-      decode_fp4x8(w0[wi], h0[wi]);
-      decode_fp4x8(w1[wi], h1[wi]);
+      decode_fp4x8_s8(w0[wi], pa[0][wi], na[0][wi], table_lo);
+      decode_fp4x8_s8(w1[wi], pa[1][wi], na[1][wi], table_lo);
     }
     const float2 sa = e4m3x2_to_f32(st.sc0), sb = e4m3x2_to_f32(st.sc1);
 #pragma unroll
     for (int tok = 0; tok < TOKENS; ++tok) {
-      const uint32_t src = bsm_lane + 4 * (tok * token_words + (gi - g_begin) * (kGroupSmem / 4));
-      if (blk0_lane) load_fragments(src, bq[0]);
-      if (blk1_lane) load_fragments(src, bq[1]);
-      // Two independent mma chains (even and odd j): 8 dependent mmas were
-      // the warp's critical path. Adding them is exact: a column only holds
-      // products of one block (at most 16, multiples of one unit and below
-      // 2^8 of it).
-      float c[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+      const uint32_t off = tok * token_bytes + (gi - g_begin) * kGroupSmem;
+      if (blk0_lane) load_fragments(bsm_lane + off, bq[0]);
+      if (blk1_lane) load_fragments(bsm_lane + off, bq[1]);
+      const float2 s2 = ptx::ld_shared_v2_f32(bsm_scales + off);  // B's scales, blocks 2t, 2t + 1
+      // The positive and negative parts in two independent chains. A column
+      // only holds one block's products (16 at most, each of magnitude 144 at
+      // most): exact in int32, and in fp32 after.
+      int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int blk = j / 4, q = j % 4;
-        const int lo = 2 * blk, hi = 2 * blk + 1;  // the block's two words
-        const uint32_t a[4] = {h0[lo][q], h1[lo][q], h0[hi][q], h1[hi][q]};
-        ptx::mma_m16n8k16_f16_f32(c[j % 2], a, bq[blk][2 * q], bq[blk][2 * q + 1]);
+      for (int j = 0; j < 4; ++j) {
+        const int blk = j / 2, q = j % 2;
+        const uint32_t ap[4] = {pa[0][j][0], pa[1][j][0], pa[0][j][1], pa[1][j][1]};
+        const uint32_t an[4] = {na[0][j][0], na[1][j][0], na[0][j][1], na[1][j][1]};
+        ptx::mma_m16n8k32_u8s8_s32(cp, ap, bq[blk][2 * q], bq[blk][2 * q + 1]);
+        ptx::mma_m16n8k32_u8s8_s32(cn, an, bq[blk][2 * q], bq[blk][2 * q + 1]);
       }
-      acc[tok][0] = fmaf(c[0][1] + c[1][1], sa.y, fmaf(c[0][0] + c[1][0], sa.x, acc[tok][0]));
-      acc[tok][1] = fmaf(c[0][3] + c[1][3], sb.y, fmaf(c[0][2] + c[1][2], sb.x, acc[tok][1]));
+      // A block's dot times its two scales (e4m3 x e4m3: 8 significant bits)
+      // is exact in fp32; only the sums round.
+      acc[tok][0] = fmaf(float(cp[1] - cn[1]), sa.y * s2.y,
+                         fmaf(float(cp[0] - cn[0]), sa.x * s2.x, acc[tok][0]));
+      acc[tok][1] = fmaf(float(cp[3] - cn[3]), sb.y * s2.y,
+                         fmaf(float(cp[2] - cn[2]), sb.x * s2.x, acc[tok][1]));
     }
   };
 
@@ -308,33 +316,27 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
       const int j = TOKENS == 1 ? 0 : i / pieces, ip = TOKENS == 1 ? i : i % pieces;
       const int gi = g_begin + ip / 4, ct = i % 4;
       const uint8_t* brow = p.o.b + l * p.o.b_batch + j * p.o.b_token;
-      uint32_t* dst = bsm + j * token_words + (ip / 4) * (kGroupSmem / 4) + ct * 16;
+      uint8_t* group = reinterpret_cast<uint8_t*>(bsm) + j * token_bytes + (ip / 4) * kGroupSmem;
       // Each 16-value block (two words, one scale) becomes the B pairs of its
-      // four mmas: word 2 * blk in the first register of a pair, word
-      // 2 * blk + 1 in the second (whole rows of 16 bytes: no bank-conflicted
-      // 4-byte stores).
+      // two mmas: a word's values 0-3 in the first register of its pair, 4-7
+      // in the second (a whole 16-byte row a block: no bank-conflicted 4-byte
+      // stores), and its scale in fp32.
 #pragma unroll
       for (int blk = 0; blk < 2; ++blk) {
         const int byte_off = gi * kGroupBytes + ct * 16 + blk * 8;
-        uint32_t h[2][4] = {};
+        uint32_t v[2][2] = {};
+        float scale = 0.f;
         if (byte_off < row_bytes) {  // K is a multiple of 16: a block is whole or absent
-          const uint32_t s = splat_e4m3_as_half2(
+          scale = e4m3_to_f32(
               ptx::ld_nc_u8(p.o.sfb + scale_offset<B_BLOCKED>(p.o.sfb_batch, p.o.sfb_token, l, j,
                                                               byte_off / 8, p.o.b_rows, kblocks)));
 #pragma unroll
-          for (int x = 0; x < 2; ++x) {
-            decode_fp4x8(ptx::ld_nc_u32(brow + byte_off + 4 * x), h[x]);
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[x][q]),
-                                        *reinterpret_cast<const __half2*>(&s));
-              h[x][q] = *reinterpret_cast<const uint32_t*>(&v);
-            }
-          }
+          for (int x = 0; x < 2; ++x)
+            decode_fp4x8_s8_signed(ptx::ld_nc_u32(brow + byte_off + 4 * x), v[x]);
         }
-        uint4* d = reinterpret_cast<uint4*>(dst + blk * 8);
-        d[0] = make_uint4(h[0][0], h[1][0], h[0][1], h[1][1]);
-        d[1] = make_uint4(h[0][2], h[1][2], h[0][3], h[1][3]);
+        *reinterpret_cast<uint4*>(group + (2 * ct + blk) * 16) =
+            make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
+        *reinterpret_cast<float*>(group + kGroupValueBytes + (2 * ct + blk) * 4) = scale;
       }
     }
     __syncthreads();

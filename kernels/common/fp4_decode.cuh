@@ -81,6 +81,61 @@ KESTREL_HD void decode_packed_fp4x8(uint32_t p, uint32_t (&h)[4]) {
   spread_fp16_high_bytes(te, to, h);
 }
 
+// PRMT with its per-nibble sign flag (bit 3 of a selector nibble: the byte
+// becomes its own bit 7 replicated), on the device and on the host.
+KESTREL_HD uint32_t prmt_signed(uint32_t x, uint32_t y, uint32_t selector) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(selector));
+  return r;
+#else
+  const uint64_t xy = (uint64_t(y) << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t nib = (selector >> (4 * i)) & 0xF;
+    uint32_t byte = uint32_t(xy >> (8 * (nib & 7))) & 0xFF;
+    if (nib & 8) byte = (byte & 0x80) ? 0xFF : 0x00;
+    r |= byte << (8 * i);
+  }
+  return r;
+#endif
+}
+
+// e2m1 -> int8 (twice the value, exact) for the integer tensor cores, as two
+// unsigned parts: pos holds the magnitudes of the word's positive values and
+// 0 in the other bytes, neg those of its negative ones (value = pos - neg).
+// PRMT looks a nibble's magnitude up in an 8-byte table; the nibble's sign
+// bit is PRMT's sign flag, which turns every table byte (all below 0x80) into
+// 0. So the lookup of the word gives pos, and of the word with its sign bits
+// flipped gives neg: 7 integer ops per 8 values. Bytes 0-3 of pos[0] / neg[0]
+// are values 0-3 of the word, of pos[1] / neg[1] values 4-7. table_lo: the
+// table's first word, which a kernel holds in a register ptxas cannot see
+// into (else ptxas copies the constant into a fresh register for each PRMT).
+constexpr uint32_t kE2m1x2Lo = 0x03020100u, kE2m1x2Hi = 0x0C080604u;  // 2 * |e2m1| by code
+constexpr float kFp4S8Scale = 0.5f;                                   // decoded int8 = 2 e2m1
+
+KESTREL_HD void decode_fp4x8_s8(uint32_t w, uint32_t (&pos)[2], uint32_t (&neg)[2],
+                                uint32_t table_lo = kE2m1x2Lo) {
+  const uint32_t flip = w ^ 0x88888888u;
+  pos[0] = prmt_signed(table_lo, kE2m1x2Hi, w);
+  pos[1] = prmt_signed(table_lo, kE2m1x2Hi, w >> 16);
+  neg[0] = prmt_signed(table_lo, kE2m1x2Hi, flip);
+  neg[1] = prmt_signed(table_lo, kE2m1x2Hi, flip >> 16);
+}
+
+// The same values as signed int8 (two's complement), for operands decoded
+// once: pos - neg byte by byte (never both nonzero, so no byte borrows).
+KESTREL_HD void decode_fp4x8_s8_signed(uint32_t w, uint32_t (&v)[2]) {
+  uint32_t pos[2], neg[2];
+  decode_fp4x8_s8(w, pos, neg);
+  for (int i = 0; i < 2; ++i) {
+    // Bytes of neg negated: (~n + 1) per byte without carries across bytes,
+    // since a byte of n that is 0 stays 0 and the others are at most 12.
+    const uint32_t nz = ((neg[i] | (neg[i] >> 1) | (neg[i] >> 2) | (neg[i] >> 3)) & 0x01010101u);
+    v[i] = pos[i] | ((~neg[i] + nz) & (nz * 0xFFu));
+  }
+}
+
 // e2m1 -> e4m3 by bit placement, for the fp8 tensor cores (wgmma). A nibble
 // s|e1 e0 m0 with e1 e0 m0 in e4m3 bits 4..2 and s in bit 7 is exactly the
 // e4m3 number e2m1 * 2^-6 (e1 e0 = 0 lands on the e4m3 subnormals). Byte j of

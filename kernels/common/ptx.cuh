@@ -126,6 +126,16 @@ __device__ __forceinline__ void mma_m16n8k16_f16_f32(float (&d)[4], const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Integer tensor cores: A unsigned bytes, B signed bytes, int32 accumulators.
+__device__ __forceinline__ void mma_m16n8k32_u8s8_s32(int (&d)[4], const uint32_t (&a)[4],
+                                                      uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // Read-only, L1-cached load of one byte (scales: shared by neighbouring lanes).
 __device__ __forceinline__ uint32_t ld_nc_u8(const void* p) {
   uint32_t v;
@@ -180,6 +190,11 @@ __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ float2 ld_shared_v2_f32(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr));
   return v;
 }
 __device__ __forceinline__ uint4 ld_shared_v4(const void* p) {

@@ -17,7 +17,7 @@ struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
   GemvOperandArgs o;
 };
 
-constexpr int kGroup = 128, kGroupSmem = 256, kRingSlotBytes = 1024;
+constexpr int kGroup = 128, kGroupSmem = 128 + 8 * 4, kRingSlotBytes = 1024;
 
 }  // namespace
 
@@ -66,7 +66,7 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cud
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
   p.a_row = av.row_stride;
-  p.o = gemv_operand_args(pr, 268435456.0f);  // 2^28: two decodes of 2^-14
+  p.o = gemv_operand_args(pr, 0.25f);  // both operands decode to twice their e2m1 values
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(

@@ -87,5 +87,28 @@ TEST(Fp4DecodeE4m3, EveryNibbleAtEveryPositionIsExact) {
   }
 }
 
+// The integer decode: pos - neg is twice the e2m1 value in the byte of its
+// position, as unsigned parts and as signed int8, whatever the neighbours.
+TEST(Fp4DecodeS8, EveryNibbleAtEveryPositionIsExact) {
+  for (int pos = 0; pos < 8; ++pos)
+    for (uint32_t code = 0; code < 16; ++code) {
+      const uint32_t filler = 0xFFFFFFFFu & ~(0xFu << (4 * pos));
+      for (uint32_t fill : {0u, filler, 0x77777777u & filler, 0x88888888u & filler}) {
+        const uint32_t w = fill | (code << (4 * pos));
+        uint32_t p[2], n[2], v[2];
+        decode_fp4x8_s8(w, p, n);
+        decode_fp4x8_s8_signed(w, v);
+        const int shift = 8 * (pos % 4);
+        const int up = int((p[pos / 4] >> shift) & 0xFF), un = int((n[pos / 4] >> shift) & 0xFF);
+        const int sv = int(int8_t(uint8_t(v[pos / 4] >> shift)));
+        const double want = e2m1_to_float(code) / kFp4S8Scale;
+        EXPECT_EQ(up - un, want) << "pos " << pos << " code " << code << " fill " << std::hex
+                                 << fill;
+        EXPECT_TRUE(up == 0 || un == 0) << "pos " << pos << " code " << code;
+        EXPECT_EQ(sv, want) << "pos " << pos << " code " << code << " fill " << std::hex << fill;
+      }
+    }
+}
+
 }  // namespace
 }  // namespace kestrel
