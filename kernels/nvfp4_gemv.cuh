@@ -172,7 +172,9 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   // With RING, each warp's ring of DEPTH groups of A ([slot][row g, g + 8][lane]
   // 16-byte pieces) sits between the reduction buffers and the staged B.
   uint8_t* const ring = smem + reduction_bytes<RT, WARPS, CLUSTER, TOKENS>();
-  const uint32_t ring_lane = ptx::smem_u32(ring) + warp * DEPTH * kRingSlotBytes + lane * 16;
+  // In a register: ptxas rebuilt it from the CTA's shared window every group.
+  const uint32_t ring_lane =
+      ptx::opaque(ptx::smem_u32(ring) + warp * DEPTH * kRingSlotBytes + lane * 16);
   uint32_t* bsm = reinterpret_cast<uint32_t*>(ring + (RING ? WARPS * DEPTH * kRingSlotBytes : 0));
   const int token_bytes = (g_end - g_begin) * kGroupSmem;  // one token's staged B
 
