@@ -115,18 +115,8 @@ __device__ __forceinline__ void st_stream_v4(void* p, uint4 v) {
 
 namespace kestrel::ptx {
 
-// D = A * B + C on one warp: m16n8k16, A row-major fp16 (4 x f16x2 per lane),
-// B column-major fp16 (2 x f16x2), fp32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16_f16_f32(float (&d)[4], const uint32_t (&a)[4],
-                                                     uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Integer tensor cores: A unsigned bytes, B signed bytes, int32 accumulators.
+// D = A * B + C on one warp: m16n8k32, A row-major unsigned bytes (4 x u8x4 per
+// lane), B column-major signed bytes (2 x s8x4), int32 accumulators.
 __device__ __forceinline__ void mma_m16n8k32_u8s8_s32(int (&d)[4], const uint32_t (&a)[4],
                                                       uint32_t b0, uint32_t b1) {
   asm volatile(
