@@ -47,13 +47,10 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // aligned, scales at even addresses: base and batch stride); c: fp16 or bf16
 // [L][M][N] (or [M][N] when L = 1), any row stride.
 // K: a multiple of 64. Without `config` and with row-major weights, M = 1
-// runs gemv_nvfp4, and M = 2..4 one of its kernels for all tokens at once: at
-// M = 2 the wgmma GEMV from 96 Mi weight values where its rules hold (the
-// weights' linear scale rows 4-byte aligned), else the register GEMV (at
-// M = 3..4 below 32 Mi weight values only) where its staged activations fit
-// without a cluster split, else the GEMM kernel. The
-// wgmma GEMV keeps gemv_nvfp4's workspaces and, for long rows, launches
-// cooperatively.
+// runs gemv_nvfp4, and M = 2..4 its register kernel for all tokens at once
+// (from 32 Mi weight values at M = 2..3 only, at M = 3 with the weights'
+// rows 16-byte aligned) where its staged activations fit without a cluster
+// split, else the GEMM kernel.
 // Otherwise runs a small pre-pass that expands A to fp16 in a stream-ordered
 // scratch allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
 // table's entry for this GPU and exact shape (the shipped tables, under the

@@ -47,34 +47,27 @@ GemvOperandArgs gemv_operand_args(const GemvProblem& pr, float decode_factor) {
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
                           bool* ran) {
   *ran = false;
-  // Two tokens: the wgmma kernel from 96 Mi values, as for one (H200,
-  // session 48, us, register / wgmma: N8192 K8192 21.8 / 22.4, N14336 K4096
-  // 20.7 / 22.0, N4096 K14336 20.3 / 22.5; N28672 K4096 32.8 / 31.0). Before
-  // the register kernel loaded B in mma pairs (session 47) the wgmma kernel
-  // led from 58 Mi (H100, session 46: N14336 K4096 25.7 / 23.0).
-  const bool wgmma = p.tokens <= kGemvWgmmaMaxTokens && p.k >= 2048 && p.m * p.batches >= 4096 &&
-                     p.m * p.batches * p.k >= (int64_t(96) << 20);
-  const GemvKernel kernel = wgmma ? GemvKernel::kWgmma : GemvKernel::kRegister;
-  GemvConfig cfg = gemv_default_config(p.m, p.k, p.batches, dev.sm_count, kernel);
-  if (kernel == GemvKernel::kWgmma) {
-    if (!gemv_wgmma_unmet_rule(p, cfg, dev).empty()) return Status::Ok();
-    *ran = true;
-    return launch_gemv_wgmma(p, cfg, stream);
-  }
+  // The register kernel at every size: with the integer tensor cores and the
+  // ring it passed the wgmma kernel at two tokens too (H200, session 49, us,
+  // register / wgmma: N28672 K4096 29.3 / 30.9, N8192 K8192 20.0 / 22.0).
+  GemvConfig cfg = gemv_default_config(p.m, p.k, p.batches, dev.sm_count, GemvKernel::kRegister);
   // Each token's B is staged: the SM's 16 warps share up to 224 KB of it
   // (one token keeps 64 KB a CTA). Rows long enough for a cluster split (few
   // rows, K >= 32768) stay on the GEMM kernel: the kernel takes several tokens
   // without one only.
   const int64_t staged_cap = (int64_t(224) << 10) * cfg.warps / 16;
-  // Three and four tokens run one group in flight (gemv_register_tokens_depth),
-  // too few loads outstanding to stream large weights, so from 32 Mi values the
-  // GEMM kernel wins (H200, session 47, us, M3 register / GEMM kernel: N1024
-  // K4096 6.0 / 11.1, N4096 K4096 12.0 / 13.3, N7168 K2048 11.4 / 12.6; N8192
-  // K8192 29.5 / 25.3, N14336 K4096 27.4 / 23.1; M4 N4096 K4096 13.1 / 13.3,
-  // N2048 K8192 13.8 / 13.2, N14336 K4096 31.8 / 23.1).
-  cfg.depth = gemv_register_tokens_depth(cfg.depth, p.tokens);
+  // Three tokens take two groups in flight through the ring only, four tokens
+  // one (gemv_register_tokens_depth): too few loads outstanding to stream
+  // large weights, so from 32 Mi values four tokens, and three whose rows
+  // the ring cannot copy, run the GEMM kernel (H200, us, register / GEMM
+  // kernel: session 49, M3 ring d2: N8192 K8192 23.4 / 25.1, N28672 K4096
+  // 33.1 / 38.4; M4 ring d2 N8192 K8192 27.1 / 24.9; session 47, M3 N1024
+  // K4096 6.0 / 11.1, M4 N4096 K4096 13.1 / 13.3).
+  cfg.ring = cfg.ring && gemv_register_ring_fits(p);
+  cfg.depth = gemv_register_tokens_depth(cfg.depth, p.tokens, cfg.ring);
+  const bool large = p.m * p.batches * p.k >= (int64_t(32) << 20);
   if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > staged_cap ||
-      (p.tokens > 2 && p.m * p.batches * p.k >= (int64_t(32) << 20)) ||
+      (p.tokens > 2 && large && cfg.depth < 2) ||
       !check_gemv_register_config(cfg, p.k, dev, p.tokens).ok())
     return Status::Ok();
   *ran = true;
@@ -122,28 +115,14 @@ std::vector<GemvConfig> gemv_config_space() {
   return out;
 }
 
-GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches) {
-  // Measured on an H100 (BENCHMARKS.md, 2026-11-22): the wgmma kernel is
-  // ahead with many rows (M 7168 K 16384: 35.8 vs 37.7 us; M 4096 K 7168
-  // L 8: 56.6 vs 63.6; M 7168 K 2048 L 4: 21.5 vs 23.3) and behind with few
-  // (M 1024 K 16384: 14.3 vs 13.6 us for the register kernel's K split),
-  // and behind on mid-sized matrices of long rows (session 13, H100,
-  // register rt2 w8 against wgmma: M 8192 K 8192 20.85 vs 22.88 us, M 8192
-  // K 4096 13.23 vs 16.83, M 14336 K 4096 20.85 vs 21.92; at M 16384 K 8192
-  // 37.84 vs 36.13 and on the seeds the wgmma kernel leads).
-  // Session 18: it also needs about one work item per SM. M 7168 K 2048 L 1
-  // (56 row tiles, each taken whole) ran 12.4 us on it and 6.2 on the
-  // register kernel; at L 4 (224 items) it keeps the lead, 19.0 vs 20.5.
-  // (Counted as items were cut when this was measured: rows of up to four
-  // chunks whole, longer ones two chunks per item.)
-  const int64_t values = m * batches * k;
-  const bool mid_long_rows = k >= 4096 && values <= (int64_t(96) << 20);
-  GemvConfig measured_items;
-  measured_items.chunks_per_item = k <= 4 * ops::kGemvWgmmaChunk ? 4 : 2;
-  return k >= 2048 && m * batches >= 4096 && !mid_long_rows &&
-                 ops::gemv_wgmma_items(m, k, batches, measured_items) >= 128
-             ? GemvKernel::kWgmma
-             : GemvKernel::kRegister;
+GemvKernel gemv_default_kernel(int64_t, int64_t, int64_t) {
+  // The register kernel on every shape measured since its loop moved to the
+  // integer tensor cores with A through the ring (H200, session 49, us,
+  // register / wgmma: M 7168 K 16384 26.7 / 29.3, M 28672 K 4096 24.4 / 28.5,
+  // M 16384 K 8192 26.0 / 31.0, M 4096 K 7168 L 8 43.4 / 45.7, M 7168 K 2048
+  // L 4 17.5 / 18.2). Before, the wgmma kernel led with many rows
+  // (BENCHMARKS.md, sessions 13 to 18, H100).
+  return GemvKernel::kRegister;
 }
 
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,
@@ -171,10 +150,16 @@ GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_cou
       c.cluster *= 2;
   }
   while (c.cluster < 8 && ops::gemv_register_smem_bytes(c, k) > 64 * 1024) c.cluster *= 2;
-  // A through the cp.async ring from 32 Mi values (H200, session 48, two
-  // runs, us, ring / registers: M 8192 K 8192 17.9-18.1 / 19.0-19.2; below,
-  // M 4096 K 4096 6.3-6.6 / 6.2-6.5).
-  c.ring = m * batches * k >= (int64_t(32) << 20);
+  // A through the cp.async ring from 32 Mi values, and with a cluster split
+  // (H200, us, ring / registers: session 48, M 8192 K 8192 17.9-18.1 /
+  // 19.0-19.2, below 32 Mi M 4096 K 4096 6.3-6.6 / 6.2-6.5; session 49,
+  // M 1024 K 16384 c2 7.1 / 10.2, M 512 K 32768 c4 13.6 / 14.5). Four groups
+  // in flight pay on long rows only (session 49, d4 / d2: M 8192 K 8192
+  // 16.1 / 16.7, M 4096 K 14336 14.9 / 16.0, M 16384 K 8192 26.0 / 29.3;
+  // M 14336 K 4096 16.4 / 15.7, M 4096 K 7168 L 8 44.1 / 43.4), not with a
+  // cluster (M 1024 K 16384 c2 10.8 / 7.1).
+  c.ring = m * batches * k >= (int64_t(32) << 20) || c.cluster > 1;
+  if (c.ring && c.cluster == 1 && k >= 8192) c.depth = 4;
   return c;
 }
 

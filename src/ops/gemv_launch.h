@@ -49,15 +49,20 @@ Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream
 // The most tokens (rows of b) each GEMV kernel takes in one launch.
 constexpr int64_t kGemvWgmmaMaxTokens = 2;
 constexpr int64_t kGemvMaxTokens = 4;  // the register kernel
-// The register kernel's depth (groups in flight per lane) at `tokens`: three
-// and four tokens fit 128 registers with one group in flight, not two (ptxas
-// spills 16-44 bytes at depth 2).
-inline int gemv_register_tokens_depth(int depth, int64_t tokens) { return tokens > 2 ? 1 : depth; }
-// Several tokens (gemm_nvfp4 at M = 2..4): the wgmma kernel for two tokens
-// from 96 Mi values of a, else the register kernel (at three and four tokens
-// below 32 Mi values only). *ran is false (and the
-// status Ok) where the operands break the chosen kernel's rules: the caller
-// runs the GEMM kernel instead.
+// The register kernel's depth (groups in flight per lane) at `tokens`, the
+// most that fits 128 registers without spills (ptxas, session 49): four
+// groups at one token, two at two, and at three through the ring only (its
+// groups in flight hold no registers); one at four.
+inline int gemv_register_tokens_depth(int depth, int64_t tokens, bool ring) {
+  const int most = tokens == 1 ? 4 : tokens == 2 || (tokens == 3 && ring) ? 2 : 1;
+  return depth < most ? depth : most;
+}
+// Whether the register kernel's ring can copy a's rows (whole 16-byte pieces).
+bool gemv_register_ring_fits(const GemvProblem& p);
+// Several tokens (gemm_nvfp4 at M = 2..4): the register kernel (from 32 Mi
+// values of a at two and three tokens only, three through the ring).
+// *ran is false (and the status Ok) where the operands break its rules: the
+// caller runs the GEMM kernel instead.
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,
                           bool* ran);
 // The work items (row tile x K segment of whole chunks of kGemvWgmmaChunk

@@ -49,13 +49,17 @@ Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::Devi
   return Status::Ok();
 }
 
+bool gemv_register_ring_fits(const GemvProblem& p) {
+  return check_aligned(p.a.values, 16, "a.values").ok();
+}
+
 Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cudaStream_t stream) {
   const Nvfp4View &a = pr.a, &b = pr.b;
   const TensorView& c = pr.c;
   const Shape3 av = shape3(a.values);
-  const bool vec16 = check_aligned(a.values, 16, "a.values").ok();
+  const bool vec16 = gemv_register_ring_fits(pr);
   GemvConfig cfg = config;
-  cfg.ring = cfg.ring && vec16;  // the ring copies whole 16-byte pieces
+  cfg.ring = cfg.ring && vec16;
   const bool a_blk = a.layout == ScaleLayout::kBlocked, b_blk = b.layout == ScaleLayout::kBlocked;
   // Each lane reads the scales of two adjacent blocks with one 2-byte load
   // when they are 2-byte aligned (always in the blocked layout).

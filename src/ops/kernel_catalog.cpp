@@ -67,11 +67,17 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<false>", {}});
   // GEMV: every output type and scale-layout pair of both kernels at each
   // configuration the heuristic picks (4, 8 or 16 warps; clusters of 1 to 8
-  // for few long rows), plus the unaligned-row path; the whole
-  // configuration space is in configuration_space_specs().
+  // for few long rows; the ring at depth 2 or 4), plus the unaligned-row
+  // path; the whole configuration space is in configuration_space_specs().
   std::vector<GemvConfig> regs;
-  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096}, {2048, 4096}, {1024, 4096},
-                      {1024, 16384}, {128, 32768}, {64, 65536}}) {
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{65536, 4096},
+                      {8192, 8192},
+                      {4096, 14336},
+                      {2048, 4096},
+                      {1024, 4096},
+                      {1024, 16384},
+                      {128, 32768},
+                      {64, 65536}}) {
     const GemvConfig c = gemv_default_config(m, k, 1, 132, GemvKernel::kRegister);
     if (std::none_of(regs.begin(), regs.end(),
                      [&](const GemvConfig& r) { return r.describe() == c.describe(); }))
@@ -85,21 +91,24 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
   }
-  // The GEMV kernels at several tokens: the wgmma one at two, the register
-  // one at two to four (the GEMM at M = 2..4).
-  specs.push_back(gemv_wgmma_kernel_spec(DType::kF16, GemvConfig{}, false, false, 2));
-  specs.push_back(gemv_wgmma_kernel_spec(DType::kBF16, GemvConfig{}, true, true, 2));
+  // The register GEMV at several tokens (the GEMM at M = 2..4).
   for (const GemvConfig& reg : regs)
     for (int tokens : {2, 3, 4})
       if (reg.cluster == 1) {
         GemvConfig at_tokens = reg;
-        at_tokens.depth = gemv_register_tokens_depth(reg.depth, tokens);
-        specs.push_back(gemv_kernel_spec(DType::kF16, at_tokens, false, true, true, true, tokens));
+        at_tokens.depth = gemv_register_tokens_depth(reg.depth, tokens, reg.ring);
+        const rt::KernelSpec spec =
+            gemv_kernel_spec(DType::kF16, at_tokens, false, true, true, true, tokens);
+        // Four tokens run depth 1 whatever the one-token depth: listed once.
+        if (std::none_of(specs.begin(), specs.end(),
+                         [&](const rt::KernelSpec& s) { return s.entry == spec.entry; }))
+          specs.push_back(spec);
       }
   GemvConfig unaligned = gemv_default_config(7168, 16384, 1, 132, GemvKernel::kRegister);
   unaligned.row_tiles = 1;
   unaligned.warps = 4;
   unaligned.depth = 1;
+  unaligned.ring = false;  // the ring copies whole 16-byte pieces
   specs.push_back(gemv_kernel_spec(DType::kF16, unaligned, false, false, false, false));
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.

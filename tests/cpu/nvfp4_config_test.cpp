@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <tuple>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "kestrel/gemm.h"
 #include "kestrel/gemv.h"
 #include "ops/gemm_common.h"
+#include "ops/gemv_launch.h"
 
 namespace kestrel {
 namespace {
@@ -46,37 +48,49 @@ TEST(Nvfp4Config, GemvHeuristicPicksAreInTheSpace) {
       }
 }
 
-// The kernel choice BENCHMARKS.md measured: wgmma on many rows of K >= 2048,
-// the register kernel on few or short rows.
+// The kernel choice BENCHMARKS.md measured (session 49, H200): the register
+// kernel also where the wgmma kernel had led (many rows of K >= 2048).
 TEST(Nvfp4Config, GemvKernelChoiceFollowsTheMeasurements) {
-  EXPECT_EQ(gemv_default_kernel(7168, 16384, 1), GemvKernel::kWgmma);
-  EXPECT_EQ(gemv_default_kernel(4096, 7168, 8), GemvKernel::kWgmma);
-  EXPECT_EQ(gemv_default_kernel(7168, 2048, 4), GemvKernel::kWgmma);
-  EXPECT_EQ(gemv_default_kernel(1024, 16384, 1), GemvKernel::kRegister);
-  EXPECT_EQ(gemv_default_kernel(7168, 1024, 4), GemvKernel::kRegister);
-  // Mid-sized matrices of long rows (session 13): the register kernel.
-  EXPECT_EQ(gemv_default_kernel(8192, 8192, 1), GemvKernel::kRegister);
-  EXPECT_EQ(gemv_default_kernel(14336, 4096, 1), GemvKernel::kRegister);
-  EXPECT_EQ(gemv_default_kernel(16384, 8192, 1), GemvKernel::kWgmma);
-  // Fewer wgmma work items than SMs (session 18): 56 whole row tiles.
-  EXPECT_EQ(gemv_default_kernel(7168, 2048, 1), GemvKernel::kRegister);
+  for (auto [m, k, l] : {std::array<int64_t, 3>{7168, 16384, 1},
+                         {4096, 7168, 8},
+                         {7168, 2048, 4},
+                         {16384, 8192, 1},
+                         {28672, 4096, 1},
+                         {1024, 16384, 1},
+                         {8192, 8192, 1}})
+    EXPECT_EQ(gemv_default_kernel(m, k, l), GemvKernel::kRegister) << m << "x" << k << "x" << l;
 }
 
 // The register kernel's picks that session 18's grid search measured
 // (BENCHMARKS.md): 16-row tiles; 4 / 8 / 16 warps as the tiles cover the
 // SMs twice / once / not; a cluster only for rows of >= 16384 values per CTA;
-// A through the cp.async ring from 32 Mi values (session 48).
+// A through the cp.async ring from 32 Mi values (session 48) and with a
+// cluster split, four groups in flight through it on rows of K >= 8192
+// without one (session 49).
 TEST(Nvfp4Config, GemvRegisterHeuristicFollowsTheMeasurements) {
   auto pick = [](int64_t m, int64_t k, int64_t l) {
     return gemv_default_config(m, k, l, 132, GemvKernel::kRegister).describe();
   };
   EXPECT_EQ(pick(14336, 4096, 1), "rt1 w4 c1 d2 ring");
-  EXPECT_EQ(pick(8192, 8192, 1), "rt1 w4 c1 d2 ring");
+  EXPECT_EQ(pick(4096, 7168, 8), "rt1 w4 c1 d2 ring");
+  EXPECT_EQ(pick(8192, 8192, 1), "rt1 w4 c1 d4 ring");
+  EXPECT_EQ(pick(4096, 14336, 1), "rt1 w8 c1 d4 ring");
   EXPECT_EQ(pick(4096, 4096, 1), "rt1 w8 c1 d2");
+  EXPECT_EQ(pick(2048, 8192, 1), "rt1 w16 c1 d2");
   EXPECT_EQ(pick(1024, 4096, 1), "rt1 w16 c1 d2");
-  EXPECT_EQ(pick(1024, 16384, 1), "rt1 w16 c2 d2");
-  EXPECT_EQ(pick(64, 65536, 1), "rt1 w16 c8 d2");
+  EXPECT_EQ(pick(1024, 16384, 1), "rt1 w16 c2 d2 ring");
+  EXPECT_EQ(pick(64, 65536, 1), "rt1 w16 c8 d2 ring");
   EXPECT_EQ(pick(7168, 1024, 4), "rt1 w4 c1 d2");
+}
+
+// Groups in flight at several tokens: what fits 128 registers (ptxas).
+TEST(Nvfp4Config, GemvRegisterTokensDepthFitsTheRegisters) {
+  EXPECT_EQ(ops::gemv_register_tokens_depth(4, 1, true), 4);
+  EXPECT_EQ(ops::gemv_register_tokens_depth(4, 2, true), 2);
+  EXPECT_EQ(ops::gemv_register_tokens_depth(1, 2, false), 1);
+  EXPECT_EQ(ops::gemv_register_tokens_depth(4, 3, true), 2);
+  EXPECT_EQ(ops::gemv_register_tokens_depth(2, 3, false), 1);
+  EXPECT_EQ(ops::gemv_register_tokens_depth(2, 4, true), 1);
 }
 
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {

@@ -184,6 +184,10 @@ std::vector<GemmCase> shapes() {
   // From 32 Mi weight values the register GEMV streams A through its cp.async ring.
   v.push_back({2, 4104, 8192, 1, false, L::kLinear, L::kBlocked, DType::kBF16});
   v.push_back({2, 2056, 8192, 2, true, L::kBlocked, L::kLinear});
+  // Three tokens there take two groups in flight through the ring; four run the GEMM kernel.
+  v.push_back({3, 4104, 8192, 1, false, L::kBlocked, L::kLinear, DType::kBF16});
+  v.push_back({3, 2056, 8192, 2, true, L::kLinear, L::kBlocked, DType::kF16, 8});
+  v.push_back({4, 4104, 8192, 1, false, L::kLinear, L::kLinear});
   // Few rows of long K: the register GEMV would split K over a cluster,
   // which it takes at one token only, so M = 2 runs the GEMM kernel; M = 3
   // and 4 with batches and padded rows run the register GEMV.
