@@ -10,6 +10,9 @@
 //
 // Output: [L][rows_out][Kp] fp16, Kp = K rounded up to 128, zero beyond K
 // and in the rows past M (rows_out is M rounded up to whole token tiles).
+// LANE_MAJOR keeps each chunk's 16 pairs together instead (output half2
+// 16 t + j of a block is pair j of chunk t): the register GEMV's B operand
+// at five to sixteen tokens (kernels/nvfp4_gemv.cuh), one lane's 64 bytes.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -55,7 +58,7 @@ constexpr int kPrepassWarps = 4;
 constexpr int kPrepassBlocksPerWarp = 8;
 constexpr int kPrepassBlockWords = 64 + 4;  // 256 output bytes + 16 of padding: no bank conflicts
 
-template <bool BLOCKED, bool VEC16>
+template <bool BLOCKED, bool VEC16, bool LANE_MAJOR>
 __global__ void __launch_bounds__(kPrepassWarps * 32)
     nvfp4_act_prepass_kernel(const __grid_constant__ ActPrepassParams p) {
   // The GEMM waits for this kernel's output with griddepcontrol.wait; until
@@ -105,9 +108,16 @@ __global__ void __launch_bounds__(kPrepassWarps * 32)
     }
   }
   // Output half2 index 8j + 4e + t holds pair 2j + e of chunk t: uint4 p
-  // (= 2j + e) of the block, word t.
+  // (= 2j + e) of the block, word t (LANE_MAJOR: index 16 t + j).
+  if constexpr (LANE_MAJOR) {
 #pragma unroll
-  for (int j = 0; j < 16; ++j) st[j * 4 + t] = h[j];
+    for (int i = 0; i < 4; ++i)
+      reinterpret_cast<uint4*>(st + t * 16)[i] =
+          make_uint4(h[4 * i], h[4 * i + 1], h[4 * i + 2], h[4 * i + 3]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) st[j * 4 + t] = h[j];
+  }
   __syncwarp();
   uint4* dst = reinterpret_cast<uint4*>(p.out) + (l * blocks + first) * 16;
   const long long left = blocks - first;

@@ -24,6 +24,13 @@
 // its block scales in fp32. With several tokens each decoded A group feeds
 // every token's mma chains: the decode is paid once.
 //
+// From five tokens (WIDE, TOKENS = 8 or 16: the GEMM at M = 5..16) the
+// columns carry tokens instead, eight per mma: A decodes to fp16 with its
+// block scales folded in by HMUL2 (e2m1 x e4m3 is exact in fp16), B comes
+// from the GEMM's activation pre-pass (fp16, scales folded in, each lane's
+// 64 bytes together), and m16n8k16 sums over all of K in fp32: per group 8
+// mmas per 8 tokens instead of 8 per token.
+//
 // A's groups in flight wait in registers, or with RING in a per-warp ring of
 // shared memory filled by cp.async (each lane reads back only its own
 // pieces): the ring holds loads in flight without the registers, which on an
@@ -49,7 +56,13 @@ namespace kestrel {
 struct GemvParams {
   const uint8_t* a;  // [L][M][K/2]
   long long a_batch, a_row;
-  GemvOperands o;  // alpha: global scales times 2^28 (the decode's two 2^-14 factors)
+  GemvOperands o;  // alpha: global scales times the decode factor (1/4; 2^28 at TOKENS > 4)
+  // TOKENS > 4: B from the activation pre-pass ([L][TOKENS][Kp] fp16, scales
+  // folded in, each lane's 64 bytes together), of which rows < tokens are live.
+  const __half* bw;
+  long long bw_batch;
+  int bw_row;
+  int tokens;
 };
 
 namespace gemv {
@@ -97,6 +110,20 @@ __device__ __forceinline__ float2 e4m3x2_to_f32(uint32_t codes) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
+// A's two scale codes (low 16 bits) as fp16, each splat over a half2.
+__device__ __forceinline__ void e4m3x2_to_h2_splats(uint32_t codes, uint32_t& lo, uint32_t& hi) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes), __NV_E4M3);
+  const uint32_t v = uint32_t(h.x) | (uint32_t(h.y) << 16);
+  lo = __byte_perm(v, 0, 0x1010);
+  hi = __byte_perm(v, 0, 0x3232);
+}
+
+__device__ __forceinline__ uint32_t hmul2_u32(uint32_t x, uint32_t y) {
+  const __half2 r =
+      __hmul2(*reinterpret_cast<const __half2*>(&x), *reinterpret_cast<const __half2*>(&y));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
 // A lane's 4 staged B operand registers of one group: the pairs of its
 // block's two mmas.
 __device__ __forceinline__ void load_fragments(uint32_t src, uint32_t (&q)[4]) {
@@ -142,7 +169,11 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
     nvfp4_gemv_kernel(const __grid_constant__ GemvParams p) {
   using namespace gemv;
   static_assert(WARPS % RT == 0, "warps must split evenly over row tiles");
-  static_assert(TOKENS >= 1 && TOKENS <= 4, "one to four rows of B");
+  static_assert((TOKENS >= 1 && TOKENS <= 4) || TOKENS == 8 || TOKENS == 16,
+                "one to four rows of B, or column tiles of 8 (WIDE)");
+  // WIDE: tokens are the mma's N columns, in tiles of 8 (see the header).
+  constexpr bool WIDE = TOKENS > 4;
+  constexpr int NT = WIDE ? TOKENS / 8 : 1;
   static_assert(TOKENS == 1 || CLUSTER == 1, "several tokens were tested without a cluster split");
   static_assert(!RING || VEC16, "the ring copies whole 16-byte pieces of A");
   constexpr int KS = WARPS / RT;  // K slices per row tile inside the CTA
@@ -214,8 +245,12 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   const uint32_t table_lo = kE2m1x2Lo + uint32_t(ptx::opaque(uint32_t(blk0_lane && blk1_lane)));
   // Per token, rows g and g + 8 (both blocks of a lane summed as they come:
   // four tokens fit 128 registers with two sums each, not with four).
-  float acc[TOKENS][2] = {};
+  float acc[WIDE ? 1 : TOKENS][2] = {};
   uint32_t bq[2][4] = {};
+  // WIDE: per column tile, two chains of the mma's fp32 accumulators over all
+  // of K; the lane's B pairs of token 8n + g from the pre-pass's rows.
+  float cw[NT][2][4] = {};
+  const __half* const bw_lane = p.bw + l * p.bw_batch + (long long)g * p.bw_row + t * 32;
 
   auto load = [&](int gi, Stage& st) {
     st.row0 = ptx::ld_stream_v4(a0 + gi * kGroupBytes);
@@ -252,7 +287,55 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
     st.sc1 = sc(rr1, kb) | (sc(rr1, kb + 1) << 8);
   };
 
+  // WIDE: A's values in fp16 with its block scales folded in (e2m1 x e4m3 is
+  // exact in fp16, as the pre-pass's B is), so the accumulators run over all
+  // of K with no per-block step; 8 mmas a column tile of 8 tokens.
+  auto compute_wide = [&](int gi, const Stage& st) {
+    uint32_t h0[4][4], h1[4][4];
+    const uint32_t w0[4] = {st.row0.x, st.row0.y, st.row0.z, st.row0.w};
+    const uint32_t w1[4] = {st.row1.x, st.row1.y, st.row1.z, st.row1.w};
+    uint32_t f0[2], f1[2];  // [block 2t, 2t + 1] scale splats of rows g, g + 8
+    e4m3x2_to_h2_splats(st.sc0, f0[0], f0[1]);
+    e4m3x2_to_h2_splats(st.sc1, f1[0], f1[1]);
+#pragma unroll
+    for (int wi = 0; wi < 4; ++wi) {
+      decode_fp4x8(w0[wi], h0[wi]);
+      decode_fp4x8(w1[wi], h1[wi]);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        h0[wi][q] = hmul2_u32(h0[wi][q], f0[wi / 2]);
+        h1[wi][q] = hmul2_u32(h1[wi][q], f1[wi / 2]);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      // Pair p of the lane's chunk is word p / 4, output pair p % 4 of the
+      // decode, in A and in the pre-pass's B alike; mma j takes pairs 2j, 2j + 1.
+      const uint4* src = reinterpret_cast<const uint4*>(bw_lane + (long long)n * 8 * p.bw_row +
+                                                        (long long)gi * kGroup);
+      uint32_t bp[16];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint4 v = src[i];
+        bp[4 * i] = v.x;
+        bp[4 * i + 1] = v.y;
+        bp[4 * i + 2] = v.z;
+        bp[4 * i + 3] = v.w;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int wi = j / 2, q = 2 * (j % 2);
+        const uint32_t a[4] = {h0[wi][q], h1[wi][q], h0[wi][q + 1], h1[wi][q + 1]};
+        ptx::mma_m16n8k16_f16_f32(cw[n][j % 2], a, bp[2 * j], bp[2 * j + 1]);
+      }
+    }
+  };
+
   auto compute = [&](int gi, const Stage& st) {
+    if constexpr (WIDE) {
+      compute_wide(gi, st);
+      return;
+    }
     // Twice A's values as unsigned positive and negative parts ([row g,
     // g + 8][word][values 0-3, 4-7]): mma j takes word j of every lane, rows
     // g and g + 8 (its k 4t.. the word's values 0-3, 16 + 4t.. values 4-7).
@@ -309,8 +392,10 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
       load(first + d * KS, st[d]);
     }
   }
-  // B is staged while the first groups of A are in flight.
-  if (l != staged_l) {
+  // B is staged while the first groups of A are in flight (WIDE: the
+  // pre-pass that wrote it must be done: programmatic dependent launch).
+  if constexpr (WIDE) ptx::griddep_wait();
+  if (!WIDE && l != staged_l) {
     __syncthreads();  // every warp is done with the previous batch's B
     staged_l = l;
     const int pieces = (g_end - g_begin) * 4;  // 16-byte pieces of one token's row
@@ -375,9 +460,17 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   }
 
   // ---- Reduce: columns -> lanes of a quad -> K slices -> cluster ----
-  // Thread i < TOKENS * ROWS sums token i / ROWS, row i % ROWS.
+  if constexpr (WIDE) {
+    // Lane (g, t) holds rows g, g + 8 of tokens 8n + 2t, 8n + 2t + 1 whole.
 #pragma unroll
-  for (int tok = 0; tok < TOKENS; ++tok) {
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        red[((8 * n + 2 * t + e % 2) * KS + ks) * ROWS + rt * 16 + g + 8 * (e / 2)] =
+            cw[n][0][e] + cw[n][1][e];
+  }
+#pragma unroll
+  for (int tok = 0; tok < (WIDE ? 0 : TOKENS); ++tok) {
     float r0 = acc[tok][0], r1 = acc[tok][1];
     r0 += __shfl_xor_sync(0xffffffffu, r0, 1);
     r1 += __shfl_xor_sync(0xffffffffu, r1, 1);
@@ -389,29 +482,37 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
     }
   }
   __syncthreads();
-  const int tok = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
-  const bool sums = threadIdx.x < TOKENS * ROWS;
-  float total = 0.f;
-  if (sums) {
+  // Thread i sums token i / ROWS, row i % ROWS over the K slices (and the
+  // cluster, which only one token uses: a thread per row).
+  auto kslice_sum = [&](int i) {
+    float total = 0.f;
 #pragma unroll
-    for (int s = 0; s < KS; ++s) total += red[(tok * KS + s) * ROWS + r];
-  }
+    for (int s = 0; s < KS; ++s) total += red[((i / ROWS) * KS + s) * ROWS + i % ROWS];
+    return total;
+  };
+  auto store = [&](int i, float total) {
+    const int tok = i / ROWS, row = tile * ROWS + i % ROWS;
+    if (row < p.o.m && tok < (WIDE ? p.tokens : TOKENS)) {
+      OUT* out = reinterpret_cast<OUT*>(p.o.c) + l * p.o.c_batch + tok * p.o.c_token +
+                 (long long)row * p.o.c_row;
+      *out = OUT(total * p.o.alpha);
+    }
+  };
   if constexpr (CLUSTER > 1) {
+    const int r = threadIdx.x;
+    const bool sums = r < ROWS;
     if (sums)
-      ptx::st_cluster_f32(
-          ptx::map_shared_rank(ptx::smem_u32(cl + (tok * CLUSTER + crank) * ROWS + r), 0), total);
+      ptx::st_cluster_f32(ptx::map_shared_rank(ptx::smem_u32(cl + crank * ROWS + r), 0),
+                          kslice_sum(r));
     ptx::cluster_sync();
     if (crank == 0 && sums) {
-      total = 0.f;
+      float total = 0.f;
 #pragma unroll
-      for (int s = 0; s < CLUSTER; ++s) total += cl[(tok * CLUSTER + s) * ROWS + r];
+      for (int s = 0; s < CLUSTER; ++s) total += cl[s * ROWS + r];
+      store(r, total);
     }
-  }
-  const int row = tile * ROWS + r;
-  if (crank == 0 && sums && row < p.o.m) {
-    OUT* out = reinterpret_cast<OUT*>(p.o.c) + l * p.o.c_batch + tok * p.o.c_token +
-               (long long)row * p.o.c_row;
-    *out = OUT(total * p.o.alpha);
+  } else {
+    for (int i = threadIdx.x; i < TOKENS * ROWS; i += WARPS * 32) store(i, kslice_sum(i));
   }
   // The reduction buffers are rewritten by the next work item.
   if constexpr (CLUSTER > 1) {

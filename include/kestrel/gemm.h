@@ -47,10 +47,11 @@ GemmConfig gemm_default_config(int64_t m, int64_t n, int64_t k, int64_t batches,
 // aligned, scales at even addresses: base and batch stride); c: fp16 or bf16
 // [L][M][N] (or [M][N] when L = 1), any row stride.
 // K: a multiple of 64. Without `config` and with row-major weights, M = 1
-// runs gemv_nvfp4, and M = 2..4 its register kernel for all tokens at once
-// (from 32 Mi weight values at M = 2..3 only, at M = 3 with the weights'
-// rows 16-byte aligned) where its staged activations fit without a cluster
-// split, else the GEMM kernel.
+// runs gemv_nvfp4, and M = 2..16 its register kernel for all tokens at once
+// (from 32 Mi weight values not at M = 4, and at M = 3 with the weights'
+// rows 16-byte aligned only; M = 5..8 on rows of K >= 8192 or below 48 Mi
+// weight values, M = 9..16 below 8 Mi, after the activation pre-pass below)
+// where it runs without a cluster split, else the GEMM kernel.
 // Otherwise runs a small pre-pass that expands A to fp16 in a stream-ordered
 // scratch allocation (cudaMallocAsync on `stream`). Without `config`: the tuning
 // table's entry for this GPU and exact shape (the shipped tables, under the

@@ -115,16 +115,22 @@ __device__ __forceinline__ void st_stream_v4(void* p, uint4 v) {
 
 namespace kestrel::ptx {
 
-// D = A * B + C on one warp: m16n8k32, A row-major unsigned bytes (4 x u8x4 per
-// lane), B column-major signed bytes (2 x s8x4), int32 accumulators.
-__device__ __forceinline__ void mma_m16n8k32_u8s8_s32(int (&d)[4], const uint32_t (&a)[4],
-                                                      uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// D = A * B + C on one warp, m16n8 tiles with A from 4 and B from 2 registers
+// per lane: one definition for both operand types.
+#define KESTREL_MMA_M16N8(NAME, SHAPE_AND_TYPES, ACC, ACC_CONSTRAINT)                  \
+  __device__ __forceinline__ void NAME(ACC(&d)[4], const uint32_t(&a)[4], uint32_t b0, \
+                                       uint32_t b1) {                                  \
+    asm volatile("mma.sync.aligned." SHAPE_AND_TYPES                                   \
+                 " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"    \
+                 : ACC_CONSTRAINT(d[0]), ACC_CONSTRAINT(d[1]), ACC_CONSTRAINT(d[2]),   \
+                   ACC_CONSTRAINT(d[3])                                                \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));      \
+  }
+// m16n8k16: A row-major fp16 (f16x2 registers), B column-major fp16, fp32 sums.
+KESTREL_MMA_M16N8(mma_m16n8k16_f16_f32, "m16n8k16.row.col.f32.f16.f16.f32", float, "+f")
+// m16n8k32: A row-major unsigned bytes, B column-major signed bytes, int32 sums.
+KESTREL_MMA_M16N8(mma_m16n8k32_u8s8_s32, "m16n8k32.row.col.s32.u8.s8.s32", int, "+r")
+#undef KESTREL_MMA_M16N8
 
 // Read-only, L1-cached load of one byte (scales: shared by neighbouring lanes).
 __device__ __forceinline__ uint32_t ld_nc_u8(const void* p) {

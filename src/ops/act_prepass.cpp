@@ -21,7 +21,7 @@ struct ActPrepassParams {  // mirrors kernels/nvfp4_act_prepass.cuh
 }  // namespace
 
 Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream,
-                       rt::StreamScratch* out) {
+                       rt::StreamScratch* out, bool lane_major) {
   const int64_t batches = a.batches(), m = a.rows(), k = a.k(), kp = prepass_kp(k);
   if (rows_out < m) return Status::Internal("act pre-pass: rows_out below the rows of A");
   KESTREL_RETURN_IF_ERROR(out->allocate(size_t(batches * rows_out * kp * 2), stream));
@@ -37,8 +37,8 @@ Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream
                      (batches == 1 || p.x.values_batch % 16 == 0) &&
                      (m == 1 || p.x.values_row % 16 == 0);
   rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(
-      rt::Kernel::get(act_prepass_kernel_spec(a.layout == ScaleLayout::kBlocked, vec16), &kernel));
+  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+      act_prepass_kernel_spec(a.layout == ScaleLayout::kBlocked, vec16, lane_major), &kernel));
   rt::LaunchShape shape;
   // One warp per kPrepassBlocksPerWarp blocks of kPrepassBlockK values.
   const int64_t blocks = rows_out * (kp / kPrepassBlockK);

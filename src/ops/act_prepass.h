@@ -22,7 +22,8 @@ inline int64_t prepass_kp(int64_t k) {
 // M rows per batch, the rows past M zero, so that the GEMM's TMA boxes of
 // whole token tiles never reach past the buffer (out-of-bounds rows cost
 // the TMA unit time: H100, session 15).
+// lane_major: the register GEMV's layout at five to sixteen tokens.
 Status run_act_prepass(const Nvfp4View& a, int64_t rows_out, cudaStream_t stream,
-                       rt::StreamScratch* out);
+                       rt::StreamScratch* out, bool lane_major = false);
 
 }  // namespace kestrel::ops

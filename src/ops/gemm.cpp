@@ -279,14 +279,13 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
     return Status::Unsupported("gemm_nvfp4 needs an sm_90 GPU (wgmma), this GPU is " + dev->arch());
   if (shape.m == 0 || shape.n == 0 || shape.batches == 0) return Status::Ok();
 
-  // One to four tokens: the GEMV kernels are the memory-bound specialists
-  // (they read row-major weights, with no activation pre-pass); the tokens
-  // share each decoded weight group. H100, session 46, M2 against the GEMM
-  // kernel: 1.04-2.1x on eight decode shapes (N8192 K8192 27.9 -> 24.1 us,
-  // N28672 K4096 41.2 -> 32.6, N4096 K4096 14.0 -> 11.3, N1024 K4096 11.7 ->
-  // 5.5). M = 3..4 take the register GEMV on small weights only
-  // (launch_gemv_tokens); the wgmma GEMV at four tokens won on half of the
-  // shapes and at eight on none, so M >= 5 stays on the GEMM kernel.
+  // One to sixteen tokens: the register GEMV is the memory-bound specialist
+  // (it streams row-major weights; from five tokens it reads the activation
+  // pre-pass); the tokens share each decoded weight group. H100, session 46,
+  // M2 against the GEMM kernel: 1.04-2.1x on eight decode shapes (N8192
+  // K8192 27.9 -> 24.1 us, N28672 K4096 41.2 -> 32.6, N4096 K4096 14.0 ->
+  // 11.3, N1024 K4096 11.7 -> 5.5); launch_gemv_tokens says where each
+  // token count runs it.
   if (shape.m <= ops::kGemvMaxTokens && config == nullptr && !w_packed) {
     const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
                                               {shape.c_batch, 1});

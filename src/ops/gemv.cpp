@@ -62,10 +62,20 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
   // the ring cannot copy, run the GEMM kernel (H200, us, register / GEMM
   // kernel: session 49, M3 ring d2: N8192 K8192 23.4 / 25.1, N28672 K4096
   // 33.1 / 38.4; M4 ring d2 N8192 K8192 27.1 / 24.9; session 47, M3 N1024
-  // K4096 6.0 / 11.1, M4 N4096 K4096 13.1 / 13.3).
+  // K4096 6.0 / 11.1, M4 N4096 K4096 13.1 / 13.3). Five to sixteen tokens
+  // run as the mma's columns at two groups in flight, where they beat the
+  // GEMM kernel (H200, session 49, us, register / GEMM kernel): M5..8 on rows
+  // of K >= 8192 or below 48 Mi values (N8192 K8192 22.3 / 24.9, N4096 K4096
+  // 11.7 / 13.2, N1024 K4096 5.3 / 10.9; N14336 K4096 23.7 / 22.9, N28672
+  // K4096 39.4 / 38.2); two column tiles (M9..16) below 8 Mi only (N1024
+  // K4096 6.8-9.9 / 11.1; N2048 K8192 14.7 / 13.6, N8192 K8192 32.3 / 25.0).
+  const int64_t values = p.m * p.batches * p.k;
+  if (p.tokens > kGemvMaxStagedTokens &&
+      (p.tokens > 8 ? values >= (int64_t(8) << 20) : p.k < 8192 && values >= (int64_t(48) << 20)))
+    return Status::Ok();
   cfg.ring = cfg.ring && gemv_register_ring_fits(p);
   cfg.depth = gemv_register_tokens_depth(cfg.depth, p.tokens, cfg.ring);
-  const bool large = p.m * p.batches * p.k >= (int64_t(32) << 20);
+  const bool large = values >= (int64_t(32) << 20);
   if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > staged_cap ||
       (p.tokens > 2 && large && cfg.depth < 2) ||
       !check_gemv_register_config(cfg, p.k, dev, p.tokens).ok())

@@ -48,19 +48,27 @@ std::string gemv_wgmma_unmet_rule(const GemvProblem& p, const GemvConfig& cfg,
 Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream_t stream);
 // The most tokens (rows of b) each GEMV kernel takes in one launch.
 constexpr int64_t kGemvWgmmaMaxTokens = 2;
-constexpr int64_t kGemvMaxTokens = 4;  // the register kernel
+constexpr int64_t kGemvMaxTokens = 16;       // the register kernel
+constexpr int64_t kGemvMaxStagedTokens = 4;  // beyond: B from the pre-pass, tokens as mma columns
+// The register kernel's TOKENS for `tokens`: column tiles of 8 from five.
+inline int64_t gemv_register_kernel_tokens(int64_t tokens) {
+  return tokens <= kGemvMaxStagedTokens ? tokens : tokens <= 8 ? 8 : 16;
+}
 // The register kernel's depth (groups in flight per lane) at `tokens`, the
 // most that fits 128 registers without spills (ptxas, session 49): four
 // groups at one token, two at two, and at three through the ring only (its
-// groups in flight hold no registers); one at four.
+// groups in flight hold no registers); one at four; two from five (tokens as
+// columns: no per-token registers but the accumulators).
 inline int gemv_register_tokens_depth(int depth, int64_t tokens, bool ring) {
-  const int most = tokens == 1 ? 4 : tokens == 2 || (tokens == 3 && ring) ? 2 : 1;
+  const int most = tokens == 1                                                             ? 4
+                   : tokens == 2 || (tokens == 3 && ring) || tokens > kGemvMaxStagedTokens ? 2
+                                                                                           : 1;
   return depth < most ? depth : most;
 }
 // Whether the register kernel's ring can copy a's rows (whole 16-byte pieces).
 bool gemv_register_ring_fits(const GemvProblem& p);
-// Several tokens (gemm_nvfp4 at M = 2..4): the register kernel (from 32 Mi
-// values of a at two and three tokens only, three through the ring).
+// Several tokens (gemm_nvfp4 at M = 2..16): the register kernel (from 32 Mi
+// values of a not at four tokens, and at three through the ring only).
 // *ran is false (and the status Ok) where the operands break its rules: the
 // caller runs the GEMM kernel instead.
 Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaStream_t stream,

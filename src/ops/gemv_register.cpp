@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/act_prepass.h"
 #include "ops/gemv_launch.h"
 #include "ops/nvfp4_kernel_specs.h"
 #include "ops/validate.h"
@@ -15,13 +16,20 @@ struct GemvParams {  // mirrors kestrel::GemvParams in kernels/nvfp4_gemv.cuh
   const void* a;
   long long a_batch, a_row;
   GemvOperandArgs o;
+  const void* bw;
+  long long bw_batch;
+  int bw_row;
+  int tokens;
 };
 
 constexpr int kGroup = 128, kGroupSmem = 128 + 8 * 4, kRingSlotBytes = 1024;
 
 }  // namespace
 
-int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens) {
+int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens_in) {
+  // From five tokens B is read from the pre-pass's output, not staged.
+  const int64_t tokens = gemv_register_kernel_tokens(tokens_in);
+  const int64_t staged_tokens = tokens > kGemvMaxStagedTokens ? 0 : tokens;
   const int64_t groups = (k + kGroup - 1) / kGroup;
   const int64_t per_cta = (groups + c.cluster - 1) / c.cluster;
   // Reduction buffers first (rounded to 16 bytes), the warps' rings of A, then
@@ -29,7 +37,7 @@ int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens) {
   const int64_t reduction =
       ((c.warps / c.row_tiles + c.cluster) * 16 * c.row_tiles * 4 * tokens + 15) / 16 * 16;
   const int64_t ring = c.ring ? int64_t(c.warps) * c.depth * kRingSlotBytes : 0;
-  return int(per_cta * kGroupSmem * tokens + reduction + ring);
+  return int(per_cta * kGroupSmem * staged_tokens + reduction + ring);
 }
 
 Status check_gemv_register_config(const GemvConfig& c, int64_t k, const rt::DeviceInfo& dev,
@@ -70,17 +78,29 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cud
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
   p.a_row = av.row_stride;
-  p.o = gemv_operand_args(pr, 0.25f);  // both operands decode to twice their e2m1 values
+  const int tokens = int(gemv_register_kernel_tokens(pr.tokens));
+  const bool wide = tokens > kGemvMaxStagedTokens;
+  // Both operands decode to twice their e2m1 values; WIDE: to e2m1 * scale / 2^14.
+  p.o = gemv_operand_args(pr, wide ? 268435456.0f : 0.25f);
+  p.tokens = int(pr.tokens);
+  rt::StreamScratch bw;
+  if (wide) {  // the pre-pass's rows past the tokens are zero
+    KESTREL_RETURN_IF_ERROR(run_act_prepass(b, tokens, stream, &bw, true));
+    p.bw = bw.get();
+    p.bw_row = int(prepass_kp(pr.k));
+    p.bw_batch = (long long)tokens * p.bw_row;
+  }
 
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair, int(pr.tokens)), &kernel));
+      gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair, tokens), &kernel));
   // Persistent grid: as many clusters as fit at once, none idle.
   rt::LaunchShape shape;
   const int64_t work = (pr.m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * pr.batches;
   shape.block = dim3(unsigned(cfg.warps * 32));
   shape.cluster = dim3(unsigned(cfg.cluster), 1, 1);
   shape.smem_bytes = size_t(gemv_register_smem_bytes(cfg, pr.k, pr.tokens));
+  shape.overlap_previous = wide;  // A streams while the pre-pass finishes
   shape.grid = dim3(unsigned(cfg.cluster));
   int resident = 0;
   KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));

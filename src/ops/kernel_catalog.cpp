@@ -91,15 +91,15 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
         specs.push_back(gemv_wgmma_kernel_spec(out, GemvConfig{}, a_blk, b_blk));
       }
   }
-  // The register GEMV at several tokens (the GEMM at M = 2..4).
+  // The register GEMV at several tokens (the GEMM at M = 2..16).
   for (const GemvConfig& reg : regs)
-    for (int tokens : {2, 3, 4})
+    for (int tokens : {2, 3, 4, 8, 16})
       if (reg.cluster == 1) {
         GemvConfig at_tokens = reg;
         at_tokens.depth = gemv_register_tokens_depth(reg.depth, tokens, reg.ring);
         const rt::KernelSpec spec =
             gemv_kernel_spec(DType::kF16, at_tokens, false, true, true, true, tokens);
-        // Four tokens run depth 1 whatever the one-token depth: listed once.
+        // Depths capped at several tokens meet: each kernel listed once.
         if (std::none_of(specs.begin(), specs.end(),
                          [&](const rt::KernelSpec& s) { return s.entry == spec.entry; }))
           specs.push_back(spec);
@@ -113,7 +113,9 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
   // GEMM: the activation pre-pass and a spread of tile widths, both outputs,
   // both scale layouts, plain and dual.
   for (bool blk : {false, true})
-    for (bool vec16 : {false, true}) specs.push_back(act_prepass_kernel_spec(blk, vec16));
+    for (bool vec16 : {false, true})
+      for (bool lane_major : {false, true})
+        specs.push_back(act_prepass_kernel_spec(blk, vec16, lane_major));
   specs.push_back(gemm_kernel_spec(DType::kF16, {8, 8, 4}, false, false));
   specs.push_back(gemm_kernel_spec(DType::kF16, {128, 4, 2}, false, false));
   specs.push_back(gemm_kernel_spec(DType::kBF16, {256, 3, 1}, true, false));

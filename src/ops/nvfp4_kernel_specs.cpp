@@ -48,10 +48,10 @@ rt::KernelSpec weight_pack_kernel_spec(bool blocked) {
           {}};
 }
 
-rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16) {
+rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16, bool lane_major) {
   return {"nvfp4_act_prepass.cuh",
           std::string("kestrel::nvfp4_act_prepass_kernel<") + flag(blocked) + ", " + flag(vec16) +
-              ">",
+              ", " + flag(lane_major) + ">",
           {}};
 }
 

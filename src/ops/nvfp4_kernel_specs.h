@@ -19,6 +19,7 @@ rt::KernelSpec gemm_kernel_spec(DType out, const GemmConfig& cfg, bool w_blocked
 // blocked: the weights' scales in the blocked layout.
 rt::KernelSpec weight_pack_kernel_spec(bool blocked);
 // The GEMMs' activation pre-pass; vec16: A's rows are 16-byte aligned.
-rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16);
+// lane_major: the register GEMV's B layout (kernels/nvfp4_act_prepass.cuh).
+rt::KernelSpec act_prepass_kernel_spec(bool blocked, bool vec16, bool lane_major = false);
 
 }  // namespace kestrel::ops

@@ -91,6 +91,14 @@ TEST(Nvfp4Config, GemvRegisterTokensDepthFitsTheRegisters) {
   EXPECT_EQ(ops::gemv_register_tokens_depth(4, 3, true), 2);
   EXPECT_EQ(ops::gemv_register_tokens_depth(2, 3, false), 1);
   EXPECT_EQ(ops::gemv_register_tokens_depth(2, 4, true), 1);
+  EXPECT_EQ(ops::gemv_register_tokens_depth(4, 16, false), 2);
+}
+
+// From five tokens the kernel runs column tiles of 8 tokens.
+TEST(Nvfp4Config, GemvRegisterKernelTokensTileFromFive) {
+  for (int64_t t = 1; t <= 4; ++t) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), t);
+  for (int64_t t : {5, 8}) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), 8);
+  for (int64_t t : {9, 16}) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), 16);
 }
 
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {

@@ -170,7 +170,7 @@ std::vector<GemmCase> shapes() {
   v.push_back({77, 200, 512, 3, false, L::kBlocked, L::kLinear, DType::kF16, 0, 48});
   v.push_back({300, 4096, 16384, 1, true, L::kLinear, L::kLinear, DType::kBF16});
   // Decode batches: M = 2..4 run the register GEMV at their token count,
-  // M = 5..8 the GEMM kernel at its narrowest tile. N off the GEMV's 128-row tile, K whole
+  // M = 5..8 with the tokens as its mma columns. N off the GEMV's 128-row tile, K whole
   // or cut into the GEMV's items (4160: 9 chunks, the last one part),
   // batches, padded C rows, A rows 4 and 48 bytes apart, both layouts.
   for (int64_t m : {2, 3, 4, 5, 8})
@@ -188,6 +188,12 @@ std::vector<GemmCase> shapes() {
   v.push_back({3, 4104, 8192, 1, false, L::kBlocked, L::kLinear, DType::kBF16});
   v.push_back({3, 2056, 8192, 2, true, L::kLinear, L::kBlocked, DType::kF16, 8});
   v.push_back({4, 4104, 8192, 1, false, L::kLinear, L::kLinear});
+  // Five to sixteen tokens: the tokens as the register GEMV's mma columns
+  // (column tiles of 8, the rows past M zero), from the smallest legal K.
+  v.push_back({16, 4104, 8192, 1, false, L::kBlocked, L::kLinear, DType::kBF16});
+  v.push_back({9, 200, 4160, 3, true, L::kLinear, L::kBlocked, DType::kF16, 8, 48});
+  v.push_back({16, 328, 64, 2, false, L::kLinear, L::kLinear});
+  v.push_back({12, 2056, 8192, 2, true, L::kBlocked, L::kBlocked, DType::kF16, 0, 4});
   // Few rows of long K: the register GEMV would split K over a cluster,
   // which it takes at one token only, so M = 2 runs the GEMM kernel; M = 3
   // and 4 with batches and padded rows run the register GEMV.
