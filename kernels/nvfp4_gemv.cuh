@@ -250,7 +250,8 @@ __global__ void __launch_bounds__(WARPS * 32, (CLUSTER == 1 ? 512 : 768) / (WARP
   // WIDE: per column tile, two chains of the mma's fp32 accumulators over all
   // of K; the lane's B pairs of token 8n + g from the pre-pass's rows.
   float cw[NT][2][4] = {};
-  const __half* const bw_lane = p.bw + l * p.bw_batch + (long long)g * p.bw_row + t * 32;
+  const __half* const bw_lane =
+      WIDE ? p.bw + l * p.bw_batch + (long long)g * p.bw_row + t * 32 : nullptr;
 
   auto load = [&](int gi, Stage& st) {
     st.row0 = ptx::ld_stream_v4(a0 + gi * kGroupBytes);

@@ -42,12 +42,12 @@ struct GemvConfig {
 
 // Every configuration the kernel accepts, for `kestrel tune`.
 std::vector<GemvConfig> gemv_config_space();
-// The heuristic picks for a shape: the kernel (gemv_nvfp4 falls back to
-// kRegister where the operands break kWgmma's rules), and a configuration of
-// a kernel on a GPU with `sm_count` SMs.
+// The heuristic picks for a shape: the kernel (kRegister on every shape
+// measured since session 49; kWgmma stays selectable through `config`), and
+// a configuration of a kernel on a GPU with `sm_count` SMs.
 GemvKernel gemv_default_kernel(int64_t m, int64_t k, int64_t batches);
 GemvConfig gemv_default_config(int64_t m, int64_t k, int64_t batches, int sm_count,
-                               GemvKernel kernel = GemvKernel::kWgmma);
+                               GemvKernel kernel = GemvKernel::kRegister);
 
 // a: L x M x K NVFP4 (any row/batch stride that keeps rows 8-byte aligned;
 //    16-byte aligned rows take the fastest path).
