@@ -1,5 +1,5 @@
-// Host side of the register GEMV (kernels/nvfp4_gemv.cuh): the fallback for
-// operands the wgmma kernel cannot take (8-byte aligned rows, any K % 16).
+// Host side of the register GEMV (kernels/nvfp4_gemv.cuh): the default GEMV
+// kernel (any 8-byte aligned rows, any K % 16), and the GEMM's at 2..16 tokens.
 #include <algorithm>
 #include <string>
 
