@@ -1,5 +1,6 @@
 // NVFP4 batched GEMV: c[l][m] = alpha * sum_k A[l][m][k] * B[l][0][k], or for
-// TOKENS = 2..4 rows j of B (the GEMM at M = 2..4), c[l][j][m].
+// several rows j of B (the GEMM at M = 2..16: TOKENS = 2..4, or 8 / 16 WIDE),
+// c[l][j][m].
 //
 // Memory-bound on A (0.5625 bytes per value), and close to bound by issue:
 // the decode is most of the loop's instructions. Each lane streams 16-byte

@@ -11,6 +11,9 @@
 namespace kestrel::ops {
 
 constexpr int64_t kPrepassBlockK = 128;
+// The pre-pass's values and the kernels' fp16 weight decode both carry
+// e2m1 / 2^14 (common/fp4_decode.cuh): their products, 2^-28.
+constexpr float kDecodeUnitSquared = 268435456.0f;  // 2^28
 constexpr int kPrepassWarps = 4;          // per CTA; mirrors kernels/nvfp4_act_prepass.cuh
 constexpr int kPrepassBlocksPerWarp = 8;  // blocks of kPrepassBlockK values
 

@@ -16,8 +16,6 @@ namespace kestrel::ops {
 constexpr int kGemmBlockM = 128;  // weight rows per CTA (two consumer warpgroups)
 constexpr int kGemmBlockK = 128;  // K values per pipeline stage
 constexpr int kGemmSmemLimit = 227 * 1024;
-// Both operands are decoded as e2m1 / 2^14 (common/fp4_decode.cuh).
-constexpr float kDecodeUnitSquared = 268435456.0f;  // 2^28
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

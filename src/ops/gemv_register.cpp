@@ -81,7 +81,7 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cud
   const int tokens = int(gemv_register_kernel_tokens(pr.tokens));
   const bool wide = tokens > kGemvMaxStagedTokens;
   // Both operands decode to twice their e2m1 values; WIDE: to e2m1 * scale / 2^14.
-  p.o = gemv_operand_args(pr, wide ? 268435456.0f : 0.25f);
+  p.o = gemv_operand_args(pr, wide ? kDecodeUnitSquared : 0.25f);
   p.tokens = int(pr.tokens);
   rt::StreamScratch bw;
   if (wide) {  // the pre-pass's rows past the tokens are zero
