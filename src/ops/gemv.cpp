@@ -218,7 +218,7 @@ Status gemv_nvfp4(const Nvfp4View& a, const Nvfp4View& b, const TensorView& c,
   }
   KESTREL_RETURN_IF_ERROR(check_gemv_register_config(cfg, k, *dev));
   if (m == 0) return Status::Ok();
-  return launch_gemv_register(p, cfg, stream);
+  return launch_gemv_register(p, cfg, stream, /*fit_cluster=*/config == nullptr);
 }
 
 }  // namespace kestrel

@@ -2,6 +2,8 @@
 // kernel (any 8-byte aligned rows, any K % 16), and the GEMM's at 2..16 tokens.
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ops/act_prepass.h"
 #include "ops/gemv_launch.h"
@@ -61,7 +63,23 @@ bool gemv_register_ring_fits(const GemvProblem& p) {
   return check_aligned(p.a.values, 16, "a.values").ok();
 }
 
-Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cudaStream_t stream) {
+int gemv_pick_cluster(int64_t work, int64_t groups,
+                      const std::vector<std::pair<int, int>>& resident_by_cluster) {
+  int best = 0;
+  int64_t best_cost = 0;
+  for (const auto& [cluster, resident] : resident_by_cluster) {
+    if (resident < 1) continue;
+    const int64_t cost = (work + resident - 1) / resident * ((groups + cluster - 1) / cluster);
+    if (best == 0 || cost < best_cost || (cost == best_cost && cluster < best)) {
+      best = cluster;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cudaStream_t stream,
+                            bool fit_cluster) {
   const Nvfp4View &a = pr.a, &b = pr.b;
   const TensorView& c = pr.c;
   const Shape3 av = shape3(a.values);
@@ -91,21 +109,47 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cud
     p.bw_batch = (long long)tokens * p.bw_row;
   }
 
+  // Persistent grid: as many clusters as fit at once, none idle.
+  const int64_t work = (pr.m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * pr.batches;
+  auto shape_of = [&](const GemvConfig& g) {
+    rt::LaunchShape s;
+    s.block = dim3(unsigned(g.warps * 32));
+    s.cluster = dim3(unsigned(g.cluster), 1, 1);
+    s.smem_bytes = size_t(gemv_register_smem_bytes(g, pr.k, pr.tokens));
+    s.overlap_previous = wide;  // A streams while the pre-pass finishes
+    s.grid = dim3(unsigned(g.cluster));
+    return s;
+  };
   rt::Kernel kernel;
   KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
       gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair, tokens), &kernel));
-  // Persistent grid: as many clusters as fit at once, none idle.
-  rt::LaunchShape shape;
-  const int64_t work = (pr.m + 16 * cfg.row_tiles - 1) / (16 * cfg.row_tiles) * pr.batches;
-  shape.block = dim3(unsigned(cfg.warps * 32));
-  shape.cluster = dim3(unsigned(cfg.cluster), 1, 1);
-  shape.smem_bytes = size_t(gemv_register_smem_bytes(cfg, pr.k, pr.tokens));
-  shape.overlap_previous = wide;  // A streams while the pre-pass finishes
-  shape.grid = dim3(unsigned(cfg.cluster));
   int resident = 0;
-  KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape, &resident));
+  KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape_of(cfg), &resident));
+  if (fit_cluster && cfg.cluster > 1) {
+    // Clusters of each smaller split that fit at once, from this kernel's
+    // resources (the split changes its code, not its registers or block).
+    const rt::DeviceInfo* dev = nullptr;
+    KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
+    std::vector<std::pair<int, int>> options{{cfg.cluster, resident}};
+    for (int cl = cfg.cluster / 2; cl >= 1; cl /= 2) {
+      GemvConfig g = cfg;
+      g.cluster = cl;
+      if (!check_gemv_register_config(g, pr.k, *dev, pr.tokens).ok()) continue;
+      int r = 0;
+      KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape_of(g), &r));
+      options.push_back({cl, r});
+    }
+    const int pick = gemv_pick_cluster(work, (pr.k + kGroup - 1) / kGroup, options);
+    if (pick > 0 && pick != cfg.cluster) {
+      cfg.cluster = pick;
+      KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
+          gemv_kernel_spec(c.dtype, cfg, a_blk, b_blk, vec16, scale_pair, tokens), &kernel));
+      KESTREL_RETURN_IF_ERROR(kernel.max_active_clusters(shape_of(cfg), &resident));
+    }
+  }
   if (resident < 1)
     return Status::InvalidArgument("config: " + cfg.describe() + " cannot run on this GPU");
+  rt::LaunchShape shape = shape_of(cfg);
   shape.grid = dim3(unsigned(std::min<int64_t>(work, resident) * cfg.cluster));
   return kernel(shape, stream, p);
 }

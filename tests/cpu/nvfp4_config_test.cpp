@@ -94,6 +94,18 @@ TEST(Nvfp4Config, GemvRegisterTokensDepthFitsTheRegisters) {
   EXPECT_EQ(ops::gemv_register_tokens_depth(4, 16, false), 2);
 }
 
+// The cluster split that finishes its work items in the fewest CTA-group
+// steps: a split of 4 whose clusters take two rounds loses to one of 2.
+TEST(Nvfp4Config, GemvPickClusterCountsRounds) {
+  // M 512 K 32768: 32 row tiles, 256 groups.
+  EXPECT_EQ(ops::gemv_pick_cluster(32, 256, {{4, 30}, {2, 66}, {1, 132}}), 2);
+  EXPECT_EQ(ops::gemv_pick_cluster(32, 256, {{4, 33}, {2, 66}, {1, 132}}), 4);
+  // M 1024 K 16384: 64 tiles, 128 groups; the split halves each CTA's share.
+  EXPECT_EQ(ops::gemv_pick_cluster(64, 128, {{2, 66}, {1, 132}}), 2);
+  // Nothing fits: 0.
+  EXPECT_EQ(ops::gemv_pick_cluster(8, 64, {{8, 0}}), 0);
+}
+
 // From five tokens the kernel runs column tiles of 8 tokens.
 TEST(Nvfp4Config, GemvRegisterKernelTokensTileFromFive) {
   for (int64_t t = 1; t <= 4; ++t) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), t);
