@@ -58,8 +58,9 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
   const int64_t staged_cap = (int64_t(224) << 10) * cfg.warps / 16;
   // Three tokens take two groups in flight through the ring only, four tokens
   // one (gemv_register_tokens_depth): too few loads outstanding to stream
-  // large weights, so from 32 Mi values four tokens, and three whose rows
-  // the ring cannot copy, run the GEMM kernel (H200, us, register / GEMM
+  // large weights, so from 32 Mi values four tokens (on rows of K < 8192:
+  // longer ones run as a column tile), and three whose rows the ring cannot
+  // copy, run the GEMM kernel (H200, us, register / GEMM
   // kernel: session 49, M3 ring d2: N8192 K8192 23.4 / 25.1, N28672 K4096
   // 33.1 / 38.4; M4 ring d2 N8192 K8192 27.1 / 24.9; session 47, M3 N1024
   // K4096 6.0 / 11.1, M4 N4096 K4096 13.1 / 13.3). Five to sixteen tokens
@@ -70,11 +71,13 @@ Status launch_gemv_tokens(const GemvProblem& p, const rt::DeviceInfo& dev, cudaS
   // K4096 39.4 / 38.2); two column tiles (M9..16) below 8 Mi only (N1024
   // K4096 6.8-9.9 / 11.1; N2048 K8192 14.7 / 13.6, N8192 K8192 32.3 / 25.0).
   const int64_t values = p.m * p.batches * p.k;
-  if (p.tokens > kGemvMaxStagedTokens &&
-      (p.tokens > 8 ? values >= (int64_t(8) << 20) : p.k < 8192 && values >= (int64_t(48) << 20)))
+  const int64_t kernel_tokens = gemv_register_kernel_tokens(p.tokens, p.k);
+  if (kernel_tokens > kGemvMaxStagedTokens &&
+      (kernel_tokens > 8 ? values >= (int64_t(8) << 20)
+                         : p.k < 8192 && values >= (int64_t(48) << 20)))
     return Status::Ok();
   cfg.ring = cfg.ring && gemv_register_ring_fits(p);
-  cfg.depth = gemv_register_tokens_depth(cfg.depth, p.tokens, cfg.ring);
+  cfg.depth = gemv_register_tokens_depth(cfg.depth, kernel_tokens, cfg.ring);
   const bool large = values >= (int64_t(32) << 20);
   if (cfg.cluster > 1 || gemv_register_smem_bytes(cfg, p.k, p.tokens) > staged_cap ||
       (p.tokens > 2 && large && cfg.depth < 2) ||

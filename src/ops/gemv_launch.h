@@ -52,8 +52,14 @@ Status launch_gemv_wgmma(const GemvProblem& p, const GemvConfig& cfg, cudaStream
 constexpr int64_t kGemvWgmmaMaxTokens = 2;
 constexpr int64_t kGemvMaxTokens = 16;       // the register kernel
 constexpr int64_t kGemvMaxStagedTokens = 4;  // beyond: B from the pre-pass, tokens as mma columns
-// The register kernel's TOKENS for `tokens`: column tiles of 8 from five.
-inline int64_t gemv_register_kernel_tokens(int64_t tokens) {
+// The register kernel's TOKENS for `tokens` on rows of k values: column
+// tiles of 8 from five, and from four on rows of K >= 8192, where four staged
+// tokens hold too many registers for two groups in flight (H200, session 50,
+// us, M4 on the GEMM kernel / M5 as a column tile: N8192 K8192 24.6 / 22.6,
+// N4096 K14336 22.8 / 21.7, N2048 K8192 12.4 / 12.3; shorter rows 0.2-0.3
+// faster staged).
+inline int64_t gemv_register_kernel_tokens(int64_t tokens, int64_t k) {
+  if (tokens == kGemvMaxStagedTokens && k >= 8192) return 8;
   return tokens <= kGemvMaxStagedTokens ? tokens : tokens <= 8 ? 8 : 16;
 }
 // The register kernel's depth (groups in flight per lane) at `tokens`, the

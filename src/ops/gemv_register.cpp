@@ -30,7 +30,7 @@ constexpr int kGroup = 128, kGroupSmem = 128 + 8 * 4, kRingSlotBytes = 1024;
 
 int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens_in) {
   // From five tokens B is read from the pre-pass's output, not staged.
-  const int64_t tokens = gemv_register_kernel_tokens(tokens_in);
+  const int64_t tokens = gemv_register_kernel_tokens(tokens_in, k);
   const int64_t staged_tokens = tokens > kGemvMaxStagedTokens ? 0 : tokens;
   const int64_t groups = (k + kGroup - 1) / kGroup;
   const int64_t per_cta = (groups + c.cluster - 1) / c.cluster;
@@ -96,7 +96,7 @@ Status launch_gemv_register(const GemvProblem& pr, const GemvConfig& config, cud
   p.a = a.values.data;
   p.a_batch = av.batch_stride;
   p.a_row = av.row_stride;
-  const int tokens = int(gemv_register_kernel_tokens(pr.tokens));
+  const int tokens = int(gemv_register_kernel_tokens(pr.tokens, pr.k));
   const bool wide = tokens > kGemvMaxStagedTokens;
   // Both operands decode to twice their e2m1 values; WIDE: to e2m1 * scale / 2^14.
   p.o = gemv_operand_args(pr, wide ? kDecodeUnitSquared : 0.25f);

@@ -106,11 +106,15 @@ TEST(Nvfp4Config, GemvPickClusterCountsRounds) {
   EXPECT_EQ(ops::gemv_pick_cluster(8, 64, {{8, 0}}), 0);
 }
 
-// From five tokens the kernel runs column tiles of 8 tokens.
+// From five tokens (four on rows of K >= 8192) the kernel runs column tiles
+// of 8 tokens.
 TEST(Nvfp4Config, GemvRegisterKernelTokensTileFromFive) {
-  for (int64_t t = 1; t <= 4; ++t) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), t);
-  for (int64_t t : {5, 8}) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), 8);
-  for (int64_t t : {9, 16}) EXPECT_EQ(ops::gemv_register_kernel_tokens(t), 16);
+  for (int64_t t = 1; t <= 4; ++t) EXPECT_EQ(ops::gemv_register_kernel_tokens(t, 4096), t);
+  for (int64_t t : {5, 8}) EXPECT_EQ(ops::gemv_register_kernel_tokens(t, 4096), 8);
+  for (int64_t t : {9, 16}) EXPECT_EQ(ops::gemv_register_kernel_tokens(t, 4096), 16);
+  // Four tokens on long rows: one column tile.
+  for (int64_t t = 1; t <= 3; ++t) EXPECT_EQ(ops::gemv_register_kernel_tokens(t, 8192), t);
+  EXPECT_EQ(ops::gemv_register_kernel_tokens(4, 8192), 8);
 }
 
 TEST(Nvfp4Config, GemmHeuristicPicksAreInTheSpaceAndFit) {

@@ -184,10 +184,12 @@ std::vector<GemmCase> shapes() {
   // From 32 Mi weight values the register GEMV streams A through its cp.async ring.
   v.push_back({2, 4104, 8192, 1, false, L::kLinear, L::kBlocked, DType::kBF16});
   v.push_back({2, 2056, 8192, 2, true, L::kBlocked, L::kLinear});
-  // Three tokens there take two groups in flight through the ring; four run the GEMM kernel.
+  // Three tokens there take two groups in flight through the ring; four, on
+  // rows of K >= 8192, run as a column tile of 8 tokens (also below 32 Mi).
   v.push_back({3, 4104, 8192, 1, false, L::kBlocked, L::kLinear, DType::kBF16});
   v.push_back({3, 2056, 8192, 2, true, L::kLinear, L::kBlocked, DType::kF16, 8});
   v.push_back({4, 4104, 8192, 1, false, L::kLinear, L::kLinear});
+  v.push_back({4, 200, 8192 + 64, 2, true, L::kBlocked, L::kBlocked, DType::kBF16, 8, 48});
   // Five to sixteen tokens: the tokens as the register GEMV's mma columns
   // (column tiles of 8, the rows past M zero), from the smallest legal K.
   v.push_back({16, 4104, 8192, 1, false, L::kBlocked, L::kLinear, DType::kBF16});
