@@ -25,12 +25,12 @@
 // its block scales in fp32. With several tokens each decoded A group feeds
 // every token's mma chains: the decode is paid once.
 //
-// From five tokens (WIDE, TOKENS = 8 or 16: the GEMM at M = 5..16) the
-// columns carry tokens instead, eight per mma: A decodes to fp16 with its
-// block scales folded in by HMUL2 (e2m1 x e4m3 is exact in fp16), B comes
-// from the GEMM's activation pre-pass (fp16, scales folded in, each lane's
-// 64 bytes together), and m16n8k16 sums over all of K in fp32: per group 8
-// mmas per 8 tokens instead of 8 per token.
+// From five tokens (WIDE, TOKENS = 8 or 16: the GEMM at M = 5..16, and at
+// M = 4 on rows of K >= 8192) the columns carry tokens instead, eight per
+// mma: A decodes to fp16 with its block scales folded in by HMUL2 (e2m1 x
+// e4m3 is exact in fp16), B comes from the GEMM's activation pre-pass (fp16,
+// scales folded in, each lane's 64 bytes together), and m16n8k16 sums over
+// all of K in fp32: per group 8 mmas per 8 tokens instead of 8 per token.
 //
 // A's groups in flight wait in registers, or with RING in a per-warp ring of
 // shared memory filled by cp.async (each lane reads back only its own

@@ -29,7 +29,8 @@ constexpr int kGroup = 128, kGroupSmem = 128 + 8 * 4, kRingSlotBytes = 1024;
 }  // namespace
 
 int gemv_register_smem_bytes(const GemvConfig& c, int64_t k, int64_t tokens_in) {
-  // From five tokens B is read from the pre-pass's output, not staged.
+  // As a column tile (gemv_register_kernel_tokens) B is read from the
+  // pre-pass's output, not staged.
   const int64_t tokens = gemv_register_kernel_tokens(tokens_in, k);
   const int64_t staged_tokens = tokens > kGemvMaxStagedTokens ? 0 : tokens;
   const int64_t groups = (k + kGroup - 1) / kGroup;
