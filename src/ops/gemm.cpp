@@ -282,11 +282,10 @@ Status run_gemm(const Nvfp4View& a, const Nvfp4View& b, bool w_packed, const Ten
   // One to sixteen tokens: the register GEMV is the memory-bound specialist
   // (it streams row-major weights; from five tokens, or four on long rows,
   // it reads the activation pre-pass); the tokens share each decoded weight
-  // group. H100, session 46,
-  // M2 against the GEMM kernel: 1.04-2.1x on eight decode shapes (N8192
-  // K8192 27.9 -> 24.1 us, N28672 K4096 41.2 -> 32.6, N4096 K4096 14.0 ->
-  // 11.3, N1024 K4096 11.7 -> 5.5); launch_gemv_tokens says where each
-  // token count runs it.
+  // group. H100, session 46, M2 against the GEMM kernel: 1.04-2.1x on eight
+  // decode shapes (N8192 K8192 27.9 -> 24.1 us, N28672 K4096 41.2 -> 32.6,
+  // N4096 K4096 14.0 -> 11.3, N1024 K4096 11.7 -> 5.5); launch_gemv_tokens
+  // says where each token count runs it.
   if (shape.m <= ops::kGemvMaxTokens && config == nullptr && !w_packed) {
     const TensorView cv = TensorView::strided(c.data, c.dtype, {shape.batches, shape.n},
                                               {shape.c_batch, 1});
