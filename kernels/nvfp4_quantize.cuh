@@ -265,26 +265,99 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const uint8_t* __restri
   }
 }
 
-// One thread per (row, kblock) scale of batch blockIdx.y; the linear side may
-// be strided.
-template <bool TO_BLOCKED>
-__global__ void __launch_bounds__(256) convert_scales_kernel(const uint8_t* __restrict__ src,
-                                                             uint8_t* __restrict__ dst,
-                                                             Strides3 linear, int rows,
-                                                             int kblocks) {
-  const int b = blockIdx.y;
-  const unsigned total = unsigned(rows) * unsigned(kblocks);
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += gridDim.x * blockDim.x) {
-    const int r = int(i / unsigned(kblocks));
-    const int j = int(i - unsigned(r) * unsigned(kblocks));
-    const long long lin = scale_offset<false>(b, r, j, rows, kblocks, linear);
-    const long long blk = scale_offset<true>(b, r, j, rows, kblocks, linear);
+// out[p] = v[p ^ s] for the four words of v (s in 0..3), without indexing
+// registers at run time.
+__device__ __forceinline__ uint4 xor_words(uint4 v, int s) {
+  if (s & 1) v = make_uint4(v.y, v.x, v.w, v.z);
+  if (s & 2) v = make_uint4(v.z, v.w, v.x, v.y);
+  return v;
+}
+
+// A CTA moves tiles of 128 rows x 32 scale blocks (batch blockIdx.y) through
+// shared memory, so both sides are coalesced: on the linear side a thread
+// moves 16 bytes of one row (a lane pair reads or writes one whole sector of
+// a row), on the blocked side a warp moves one 512-byte k-tile (the tile's
+// eight k-tiles are 4 KB of contiguous blocked layout). Shared memory holds
+// the blocked order with each 16-byte row slot's words rotated by row bit 3
+// and the thread's half, so the linear side's word accesses hit 32 distinct
+// banks. Blocked padding (rows past `rows`, blocks past `kblocks`) is written
+// as zeros; the linear side only where it exists. VEC: both sides 16-byte
+// aligned (data, row and batch strides) for 16-byte accesses, else bytes.
+template <bool TO_BLOCKED, bool VEC>
+__global__ void __launch_bounds__(256)
+    convert_scales_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                          Strides3 linear, int rows, int kblocks) {
+  constexpr int kTileRows = 128, kTileBlocks = 32, kTileKTiles = kTileBlocks / 4;
+  __shared__ __align__(16) uint32_t tile[kTileRows * kTileBlocks / 4];
+  const int b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int k_tiles = (kblocks + 3) / 4, row_tiles = (rows + kTileRows - 1) / kTileRows;
+  const int col_tiles = (kblocks + kTileBlocks - 1) / kTileBlocks;
+  // This thread's linear 16 bytes: row r of the tile, blocks half * 16 ..
+  // half * 16 + 15, i.e. word j is k-tile half * 4 + j of row slot r % 32.
+  const int r = threadIdx.x / 2, half = threadIdx.x % 2;
+  const int lin_word = (r % 32) * 4 + ((r / 32) ^ ((r >> 3 & 1) | half << 1));
+  // This warp's blocked k-tile (warp) and row slot (lane): the rotation of
+  // the rows r with r % 32 == lane written by the threads of half warp / 4.
+  const int blk_rot = (lane >> 3 & 1) | (warp / 4) << 1;
+  for (unsigned i = blockIdx.x; i < unsigned(row_tiles) * unsigned(col_tiles); i += gridDim.x) {
+    const int row_tile = int(i / unsigned(col_tiles)), col_tile = int(i % unsigned(col_tiles));
+    const int row = row_tile * kTileRows + r, kb0 = col_tile * kTileBlocks + half * 16;
+    const int n = row < rows ? min(kblocks - kb0, 16) : 0;  // linear bytes that exist
+    const long long lin = (long long)b * linear.batch + (long long)row * linear.row + kb0;
+    const int kt = col_tile * kTileKTiles + warp;
+    const long long blk =
+        ((long long)b * row_tiles + row_tile) * k_tiles * 512 + kt * 512 + lane * 16;
     if constexpr (TO_BLOCKED) {
-      dst[blk] = src[lin];
+      uint32_t w[4] = {0u, 0u, 0u, 0u};
+      if (VEC && n == 16) {
+        const uint4 v = ptx::ld_global_v4(src + lin);
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+      } else {
+#pragma unroll
+        for (int c = 0; c < 16; ++c)
+          if (c < n) w[c / 4] |= uint32_t(src[lin + c]) << (8 * (c % 4));
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) tile[(half * 4 + j) * 128 + lin_word] = w[j];
+      __syncthreads();
+      if (kt < k_tiles) {
+        const uint4 slot =
+            xor_words(reinterpret_cast<const uint4*>(tile)[warp * 32 + lane], blk_rot);
+        if constexpr (VEC) {
+          ptx::st_global_v4(dst + blk, slot);
+        } else {
+          const uint32_t w[4] = {slot.x, slot.y, slot.z, slot.w};
+#pragma unroll
+          for (int c = 0; c < 16; ++c) dst[blk + c] = uint8_t(w[c / 4] >> (8 * (c % 4)));
+        }
+      }
     } else {
-      dst[lin] = src[blk];
+      if (kt < k_tiles) {
+        uint4 slot;
+        if constexpr (VEC) {
+          slot = ptx::ld_global_v4(src + blk);
+        } else {
+          uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+          for (int c = 0; c < 16; ++c) w[c / 4] |= uint32_t(src[blk + c]) << (8 * (c % 4));
+          slot = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        reinterpret_cast<uint4*>(tile)[warp * 32 + lane] = xor_words(slot, blk_rot);
+      }
+      __syncthreads();
+      uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (4 * j < n) w[j] = tile[(half * 4 + j) * 128 + lin_word];
+      if (VEC && n == 16) {
+        ptx::st_global_v4(dst + lin, make_uint4(w[0], w[1], w[2], w[3]));
+      } else {
+#pragma unroll
+        for (int c = 0; c < 16; ++c)
+          if (c < n) dst[lin + c] = uint8_t(w[c / 4] >> (8 * (c % 4)));
+      }
     }
+    __syncthreads();  // the tile is reused by the next iteration
   }
 }
 

@@ -63,8 +63,11 @@ std::vector<rt::KernelSpec> default_kernel_specs() {
       specs.push_back({"nvfp4_quantize.cuh", "kestrel::dequantize_kernel<" + args, {}});
     }
   }
-  specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<true>", {}});
-  specs.push_back({"nvfp4_quantize.cuh", "kestrel::convert_scales_kernel<false>", {}});
+  for (const char* dir : {"true", "false"})
+    for (const char* vec : {"true", "false"})
+      specs.push_back({"nvfp4_quantize.cuh",
+                       std::string("kestrel::convert_scales_kernel<") + dir + ", " + vec + ">",
+                       {}});
   // GEMV: every output type and scale-layout pair of both kernels at each
   // configuration the heuristic picks (4, 8 or 16 warps; clusters of 1 to 8
   // for few long rows; the ring at depth 2 or 4), plus the unaligned-row

@@ -172,20 +172,28 @@ Status convert_scale_layout(const TensorView& src, ScaleLayout src_layout, const
     KESTREL_RETURN_IF_ERROR(validate_nvfp4(probe, name));
   }
   const bool to_blocked = dst_layout == ScaleLayout::kBlocked;
+  const TensorView &linear = to_blocked ? src : dst, &blocked = to_blocked ? dst : src;
+  const Shape3 ls = shape3(linear);
+  // 16-byte accesses on both sides (the kernel's VEC) where both are aligned
+  // for them.
+  const bool vec = reinterpret_cast<uintptr_t>(blocked.data) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(linear.data) % 16 == 0 && ls.row_stride % 16 == 0 &&
+                   ls.batch_stride % 16 == 0;
   const rt::DeviceInfo* dev = nullptr;
   KESTREL_RETURN_IF_ERROR(rt::current_device(&dev));
   rt::Kernel kernel;
-  KESTREL_RETURN_IF_ERROR(rt::Kernel::get(
-      {"nvfp4_quantize.cuh",
-       std::string("kestrel::convert_scales_kernel<") + (to_blocked ? "true" : "false") + ">",
-       {}},
-      &kernel));
-  if (to_blocked && blocked_has_padding(rows, k))
-    KESTREL_CUDA_RETURN(cudaMemsetAsync(dst.data, 0, size_t(dst.shape[0]), stream));
-  const TensorView& linear = to_blocked ? src : dst;
-  const auto shape = grid_for(rows * (k / 16), batches, dev->sm_count);
-  return kernel(shape, stream, static_cast<const void*>(src.data), dst.data,
-                strides_of(shape3(linear)), int(rows), int(k / 16));
+  KESTREL_RETURN_IF_ERROR(
+      rt::Kernel::get({"nvfp4_quantize.cuh",
+                       std::string("kestrel::convert_scales_kernel<") +
+                           (to_blocked ? "true" : "false") + ", " + (vec ? "true" : "false") + ">",
+                       {}},
+                      &kernel));
+  // A CTA per tile of 128 rows x 32 scale blocks (every blocked byte, padding
+  // too).
+  const int64_t tiles = (rows + 127) / 128 * ((k / 16 + 31) / 32);
+  const auto shape = grid_for(tiles * 256, batches, dev->sm_count);
+  return kernel(shape, stream, static_cast<const void*>(src.data), dst.data, strides_of(ls),
+                int(rows), int(k / 16));
 }
 
 }  // namespace kestrel

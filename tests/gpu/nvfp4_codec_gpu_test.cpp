@@ -183,6 +183,56 @@ TEST_P(Nvfp4CodecGpu, ScaleLayoutRoundTrip) {
   EXPECT_EQ(back.download<uint8_t>(), q.scales) << name_of(c);
 }
 
+// The conversion's edges: partial row tiles and k-tiles, rows whose blocks
+// end inside a 16-byte chunk, strided and unaligned linear sides (its byte
+// path) and batches. The linear side is a window of a larger poisoned
+// buffer: its gaps and the bytes around it must stay unwritten.
+TEST(Nvfp4CodecScaleLayout, ConversionEdgesRoundTrip) {
+  KESTREL_REQUIRE_GPU();
+  struct Edge {
+    int64_t batches, rows, kblocks, row_stride, offset;
+  };
+  for (const Edge e : {Edge{1, 1, 1, 1, 0}, Edge{2, 200, 36, 48, 0}, Edge{2, 129, 100, 100, 0},
+                       Edge{1, 300, 64, 64, 1}, Edge{3, 64, 48, 64, 16}, Edge{1, 128, 33, 33, 3}}) {
+    const std::string name = "L" + std::to_string(e.batches) + " rows" + std::to_string(e.rows) +
+                             " K/16 " + std::to_string(e.kblocks) + " stride" +
+                             std::to_string(e.row_stride) + " offset" + std::to_string(e.offset);
+    const int64_t k = e.kblocks * 16, span = e.batches * e.rows * e.row_stride + 2 * e.offset + 32;
+    std::mt19937_64 rng(uint64_t(e.rows * 131 + e.kblocks));
+    std::vector<uint8_t> dense(static_cast<size_t>(e.batches * e.rows * e.kblocks)),
+        window(static_cast<size_t>(span));
+    for (auto& x : window) x = uint8_t(rng());
+    for (int64_t r = 0; r < e.batches * e.rows; ++r)
+      for (int64_t j = 0; j < e.kblocks; ++j)
+        dense[size_t(r * e.kblocks + j)] = window[size_t(e.offset + r * e.row_stride + j)];
+    const auto want_blocked = ref::convert_scales(dense, ScaleLayout::kLinear,
+                                                  ScaleLayout::kBlocked, e.rows, k, e.batches);
+    DeviceBuffer lin = DeviceBuffer::from(window), blk(want_blocked.size()), back(window.size());
+    blk.poison();
+    back.poison();
+    const auto linear_view = [&](const DeviceBuffer& buf) {
+      return batched_view(static_cast<uint8_t*>(buf.get()) + e.offset, DType::kE4M3, e.batches,
+                          e.rows, e.kblocks, e.row_stride);
+    };
+    const TensorView blocked =
+        TensorView::dense(blk.get(), DType::kE4M3, {int64_t(want_blocked.size())});
+    Status st = convert_scale_layout(linear_view(lin), ScaleLayout::kLinear, blocked,
+                                     ScaleLayout::kBlocked, e.rows, k, e.batches, nullptr);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.to_string();
+    st = convert_scale_layout(blocked, ScaleLayout::kBlocked, linear_view(back),
+                              ScaleLayout::kLinear, e.rows, k, e.batches, nullptr);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.to_string();
+    EXPECT_EQ(blk.download<uint8_t>(), want_blocked) << name;
+    const auto got = back.download<uint8_t>();
+    for (int64_t i = 0; i < span; ++i) {
+      const int64_t rel = i - e.offset, row = rel / e.row_stride, col = rel % e.row_stride;
+      const bool inside = rel >= 0 && row < e.batches * e.rows && col < e.kblocks;
+      ASSERT_EQ(int(got[size_t(i)]), inside ? int(window[size_t(i)]) : int(testing::kPoison))
+          << name << " byte " << i << (inside ? " (scale)" : " (gap: must stay unwritten)");
+    }
+  }
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16})
