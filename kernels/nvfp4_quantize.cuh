@@ -278,11 +278,12 @@ __device__ __forceinline__ uint4 xor_words(uint4 v, int s) {
 // moves 16 bytes of one row (a lane pair reads or writes one whole sector of
 // a row), on the blocked side a warp moves one 512-byte k-tile (the tile's
 // eight k-tiles are 4 KB of contiguous blocked layout). Shared memory holds
-// the blocked order with each 16-byte row slot's words rotated by row bit 3
-// and the thread's half, so the linear side's word accesses hit 32 distinct
-// banks. Blocked padding (rows past `rows`, blocks past `kblocks`) is written
-// as zeros; the linear side only where it exists. VEC: both sides 16-byte
-// aligned (data, row and batch strides) for 16-byte accesses, else bytes.
+// the blocked order with each 16-byte row slot's four words permuted (XOR of
+// their index with row bit 3 and the thread's half), so the linear side's
+// word accesses hit 32 distinct banks. Blocked padding (rows past `rows`,
+// blocks past `kblocks`) is written as zeros; the linear side only where it
+// exists. VEC: both sides 16-byte aligned (data, row and batch strides) for
+// 16-byte accesses, else bytes.
 template <bool TO_BLOCKED, bool VEC>
 __global__ void __launch_bounds__(256)
     convert_scales_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
@@ -296,9 +297,9 @@ __global__ void __launch_bounds__(256)
   // half * 16 + 15, i.e. word j is k-tile half * 4 + j of row slot r % 32.
   const int r = threadIdx.x / 2, half = threadIdx.x % 2;
   const int lin_word = (r % 32) * 4 + ((r / 32) ^ ((r >> 3 & 1) | half << 1));
-  // This warp's blocked k-tile (warp) and row slot (lane): the rotation of
-  // the rows r with r % 32 == lane written by the threads of half warp / 4.
-  const int blk_rot = (lane >> 3 & 1) | (warp / 4) << 1;
+  // This warp's blocked k-tile (warp) and row slot (lane): the permutation
+  // of the rows r with r % 32 == lane written by the threads of half warp / 4.
+  const int blk_perm = (lane >> 3 & 1) | (warp / 4) << 1;
   for (unsigned i = blockIdx.x; i < unsigned(row_tiles) * unsigned(col_tiles); i += gridDim.x) {
     const int row_tile = int(i / unsigned(col_tiles)), col_tile = int(i % unsigned(col_tiles));
     const int row = row_tile * kTileRows + r, kb0 = col_tile * kTileBlocks + half * 16;
@@ -322,7 +323,7 @@ __global__ void __launch_bounds__(256)
       __syncthreads();
       if (kt < k_tiles) {
         const uint4 slot =
-            xor_words(reinterpret_cast<const uint4*>(tile)[warp * 32 + lane], blk_rot);
+            xor_words(reinterpret_cast<const uint4*>(tile)[warp * 32 + lane], blk_perm);
         if constexpr (VEC) {
           ptx::st_global_v4(dst + blk, slot);
         } else {
@@ -342,7 +343,7 @@ __global__ void __launch_bounds__(256)
           for (int c = 0; c < 16; ++c) w[c / 4] |= uint32_t(src[blk + c]) << (8 * (c % 4));
           slot = make_uint4(w[0], w[1], w[2], w[3]);
         }
-        reinterpret_cast<uint4*>(tile)[warp * 32 + lane] = xor_words(slot, blk_rot);
+        reinterpret_cast<uint4*>(tile)[warp * 32 + lane] = xor_words(slot, blk_perm);
       }
       __syncthreads();
       uint32_t w[4] = {0u, 0u, 0u, 0u};
